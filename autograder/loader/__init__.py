@@ -1,0 +1,9 @@
+"""Stage 1: find what the student submitted and stage it for the sandbox.
+
+No student code runs here: files are found, read and copied. A submission is a folder holding
+``attention.py`` and/or ``gpt.py`` anywhere inside it (the shallowest of each name wins), a
+single ``.py`` file, or a single ``.ipynb`` notebook with both parts' definitions.
+"""
+from .find import PARTS, Submission, load
+
+__all__ = ["PARTS", "Submission", "load"]
