@@ -1,0 +1,30 @@
+"""Shared helpers for the project's tests: paths and an in-process grade."""
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(REPO, "reference")
+HANDOUT = os.path.join(REPO, "handout")
+SUBMISSIONS = os.path.join(REPO, "tests", "submissions")
+sys.path.insert(0, REPO)
+
+
+def tests_by_tag(document, tag):
+    return [t for t in document["tests"] if tag in t["tags"]]
+
+
+def lost_points(document, tag):
+    """Points lost on the tests carrying ``tag``."""
+    return sum(t["max_score"] - t["score"] for t in tests_by_tag(document, tag))
+
+
+@pytest.fixture
+def grade(tmp_path):
+    """grade(path, select=None) -> the results.json document (graded in this process)."""
+    from autograder.grade import grade as run
+
+    def _grade(path, select=None):
+        return run(path, str(tmp_path / "results.json"), select)
+    return _grade
