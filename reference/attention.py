@@ -311,7 +311,7 @@ def attention_shapes(
     ### BEGIN SOLUTION
     if n_head <= 0 or n_embd % n_head != 0:
         raise ValueError(f"n_embd={n_embd} must be divisible by n_head={n_head}")
-    B, C, nh = batch, n_embd, n_head
+    B, T, C, nh = int(batch), int(T), int(n_embd), int(n_head)  # plain ints in the tuples
     hs = C // nh
     return {
         "x": (B, T, C),
