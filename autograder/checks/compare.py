@@ -1,63 +1,108 @@
 """got/expected comparisons, checked in order: exists, type, shape, dtype, then values.
 
-Each returns None when the check passes, or a message for the student.
+Each check returns None when it passes, or a message for the student that names the thing
+(``name``), says what was got and what was expected, and for values gives the largest error
+and where it is. Arguments are keyword-only, so ``actual`` and ``expected`` cannot be swapped.
 """
 import numpy as np
 
-RTOL, ATOL = 1e-4, 1e-5  # accepts float32 work; an absolute floor for values near zero
+RTOL, ATOL = 1e-4, 1e-5  # accepts float32 work (relative to float64 values); a floor near zero
+KINDS = {"f": "a float array (float32 or float64)", "b": "a bool array", "i": "an integer",
+         "n": "a numeric array", "any": "a numeric or bool array"}
 
 
 def _fmt(a):
-    return np.array2string(np.asarray(a), precision=4, suppress_small=True, threshold=20, edgeitems=3)
+    return np.array2string(np.asarray(a), precision=4, suppress_small=True, threshold=30, edgeitems=3)
+
+
+def shape_str(shape, notation=None):
+    """``(2, 3, 4)``, or ``(B, T, C) = (2, 3, 4)`` with nanoGPT's letters when given."""
+    text = str(tuple(int(n) for n in shape))
+    return f"{notation} = {text}" if notation else text
 
 
 def as_array(value, *, name):
-    """The student's value as a float array, or a message saying why it is not one."""
+    """``(array, None)`` for a numeric or bool value, else ``(None, message)``."""
     if value is None:
-        return None, f"`{name}` returned None; expected an array (did you forget `return`?)"
+        return None, f"{name}: got None, expected an array (did you forget `return`?)"
+    if isinstance(value, dict):
+        return None, f"{name}: got a dict, expected an array"
     try:
         a = np.asarray(value)
-    except Exception as e:  # noqa: BLE001
-        return None, f"`{name}` returned something that is not an array ({type(e).__name__})"
+    except Exception as e:  # noqa: BLE001 - ragged lists and the like
+        return None, f"{name}: got something that is not an array ({type(e).__name__}: {e}), expected an array"
     if a.dtype.kind not in "biuf":
-        return None, f"`{name}` returned an array of dtype {a.dtype}; expected numbers"
+        return None, f"{name}: got an array of dtype {a.dtype}, expected numbers"
     return a, None
 
 
-def check_shape(*, actual, expected_shape, name):
-    if tuple(np.shape(actual)) != tuple(expected_shape):
-        return f"{name} has the wrong shape: got {tuple(np.shape(actual))}, expected {tuple(expected_shape)}"
+def check_shape(*, actual, expected_shape, name, notation=None):
+    got = tuple(np.shape(actual))
+    if got != tuple(expected_shape):
+        return f"{name} has the wrong shape: got {got}, expected {shape_str(expected_shape, notation)}"
     return None
 
 
-def check_close(*, actual, expected, name, rtol=RTOL, atol=ATOL):
-    """Shape, finiteness, then values with the largest error and where it is."""
+def check_dtype(*, actual, kinds="f", name):
+    """``kinds``: "f" float, "b" bool, "i" integer, "n" any number (bool excluded), "any"."""
+    kind = np.asarray(actual).dtype.kind
+    ok = {"f": kind == "f", "b": kind == "b", "n": kind in "iuf", "i": kind in "iu", "any": kind in "biuf"}[kinds]
+    if not ok:
+        return f"{name} has the wrong dtype: got {np.asarray(actual).dtype}, expected {KINDS[kinds]}"
+    return None
+
+
+def _index(i):
+    return tuple(int(v) for v in i)
+
+
+def check_equal(*, actual, expected, name):
+    """Exact equality (bool masks, integer results), after the shape."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     msg = check_shape(actual=actual, expected_shape=expected.shape, name=name)
     if msg:
         return msg
-    if actual.dtype.kind == "b" or expected.dtype.kind == "b":
-        if actual.dtype.kind != expected.dtype.kind and not np.array_equal(actual.astype(bool), actual):
-            return f"{name} should be a bool array, got dtype {actual.dtype}"
-        bad = np.argwhere(actual.astype(bool) != expected.astype(bool))
-        if len(bad):
-            i = tuple(int(v) for v in bad[0])
-            return (f"{name} differs at {len(bad)} position(s); first at index {i}: "
-                    f"got {bool(actual[i])}, expected {bool(expected[i])}")
-        return None
+    bad = np.argwhere(actual != expected)
+    if len(bad):
+        i = _index(bad[0])
+        return (f"{name} differs at {len(bad)} of {actual.size} positions; first at index {i}: "
+                f"got {actual[i]}, expected {expected[i]}\ngot:\n{_fmt(actual)}\nexpected:\n{_fmt(expected)}")
+    return None
+
+
+def check_close(*, actual, expected, name, rtol=RTOL, atol=ATOL):
+    """Shape, NaN and infinities, then values within ``atol + rtol * |expected|``."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    msg = check_shape(actual=actual, expected_shape=expected.shape, name=name)
+    if msg:
+        return msg
+    if expected.dtype.kind == "b":
+        return check_equal(actual=actual, expected=expected, name=name)
     a, e = actual.astype(np.float64), expected.astype(np.float64)
-    finite_e = np.isfinite(e)
-    if not np.array_equal(np.isnan(a), np.isnan(e)):
-        i = tuple(int(v) for v in np.argwhere(np.isnan(a) != np.isnan(e))[0])
-        return f"{name} has NaN where it should not (first at index {i}): got {a[i]}, expected {e[i]}"
-    if not np.array_equal(a[~finite_e], e[~finite_e]) or not np.isfinite(a[finite_e]).all():
-        i = tuple(int(v) for v in np.argwhere((a != e) & ~(np.isfinite(a) & finite_e))[0])
-        return f"{name} has an infinite value where it should not (first at index {i}): got {a[i]}, expected {e[i]}"
-    err = np.where(finite_e, np.abs(a - e), 0.0)
-    tol = atol + rtol * np.abs(np.where(finite_e, e, 0.0))
+    nan = np.isnan(a) & ~np.isnan(e)
+    if nan.any():
+        i = _index(np.argwhere(nan)[0])
+        return (f"{name} has {int(nan.sum())} NaN value(s): got NaN at index {i}, expected {e[i]:.6g} "
+                f"(an overflow, or 0/0?)\ngot:\n{_fmt(a)}")
+    inf = (np.isinf(a) | np.isinf(e)) & (a != e)
+    if inf.any():
+        i = _index(np.argwhere(inf)[0])
+        return f"{name} has a wrong infinite value at index {i}: got {a[i]}, expected {e[i]}\ngot:\n{_fmt(a)}"
+    finite = np.isfinite(e)
+    err = np.where(finite, np.abs(a - e), 0.0)
+    tol = atol + rtol * np.abs(np.where(finite, e, 0.0))
     if (err > tol).any():
-        i = tuple(int(v) for v in np.unravel_index(np.argmax(err - tol), err.shape))
+        i = _index(np.unravel_index(np.argmax(err - tol), err.shape))
         return (f"{name} has wrong values: {int((err > tol).sum())} of {err.size} entries are off; the largest "
-                f"error is {err.max():.3g} at index {i}: got {a[i]:.6g}, expected {e[i]:.6g}\n"
+                f"error is {err.max():.3g}, at index {i}: got {a[i]:.6g}, expected {e[i]:.6g}\n"
                 f"got:\n{_fmt(a)}\nexpected:\n{_fmt(e)}")
     return None
+
+
+def close_enough(actual, expected, *, rtol=1e-3, atol=1e-4):
+    """A quiet yes/no (used to match bug signatures); False when shapes differ."""
+    try:
+        a, e = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return a.shape == e.shape and bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True))
