@@ -1,11 +1,14 @@
 """One grade, end to end: load -> sandbox -> checks -> results.json.
 
 A fallback results file is written before anything else and replaced atomically at the end,
-so a valid file exists whatever happens, and only this (trusted) process writes it.
+after every process of the student's code is dead, so a valid file exists whatever happens,
+and only this (trusted) process writes it. As root, the grader's files are first made
+unreadable to the sandbox user (``limits.protect_grader_files``; docs/THREAT_MODEL.md).
 """
 import io
 import os
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -16,7 +19,9 @@ from gradescope_utils.autograder_utils.json_test_runner import JSONTestResult, J
 from . import loader
 from .checks import GradingContext, collect, test_metadata
 from .results import crash_document, from_runner_json, to_gradescope_dict, write_atomic, write_fallback
+from .sandbox import limits
 
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 GRADER_FAULT = "The grader failed on this test; this is not your fault, please tell your instructor.\n"
 
 
@@ -24,8 +29,9 @@ class _Result(JSONTestResult):
     """gradescope-utils' result, telling the grader's own errors apart from failed checks."""
 
     def addError(self, test, err):
-        exc_type, exc, tb = err
-        super().addError(test, (exc_type, f"{GRADER_FAULT}({exc_type.__name__}: {exc})", tb))
+        exc_type, exc, tb = err  # unittest needs an exception instance (it walks __cause__)
+        fault = RuntimeError(f"{GRADER_FAULT}({exc_type.__name__}: {exc})")
+        super().addError(test, (RuntimeError, fault, tb))
 
 
 class _Runner(JSONTestRunner):
@@ -49,6 +55,10 @@ def grade(submission_path, out_path, select=None, *, time_budget=420.0, sandbox_
     """Grade ``submission_path`` and write Gradescope's results.json to ``out_path``; returns it."""
     start = time.monotonic()
     write_fallback(out_path)
+    try:
+        limits.protect_grader_files(PACKAGE_DIR, out_path)
+    except OSError as e:  # e.g. a read-only file system: grade anyway, say so to staff
+        print(f"autograder: could not protect the grader's files from the sandbox user: {e}", file=sys.stderr)
     staging = tempfile.mkdtemp(prefix="ag-staged-")
     ctx = None
     try:
@@ -59,7 +69,8 @@ def grade(submission_path, out_path, select=None, *, time_budget=420.0, sandbox_
         for t in tests:
             t.ctx = ctx
         captured = {}
-        _Runner(stream=io.StringIO(), buffer=True, post_processor=captured.update, failure_prefix="").run(unittest.TestSuite(tests))
+        runner = _Runner(stream=io.StringIO(), buffer=True, post_processor=captured.update, failure_prefix="")
+        runner.run(unittest.TestSuite(tests))
         ctx.close()
         results = from_runner_json(captured, expected)
         document = to_gradescope_dict(results, execution_time=time.monotonic() - start,
@@ -70,5 +81,14 @@ def grade(submission_path, out_path, select=None, *, time_budget=420.0, sandbox_
         if ctx is not None:
             ctx.close()
         shutil.rmtree(staging, ignore_errors=True)
-    write_atomic(out_path, document)
+    _write_results(out_path, document)
     return document
+
+
+def _write_results(out_path, document):
+    """The final, atomic write; every sandbox process is dead by now, so nothing can race it."""
+    try:
+        write_atomic(out_path, document)
+    except IsADirectoryError:  # a folder planted where results go (a world-writable out folder)
+        shutil.rmtree(out_path, ignore_errors=True)
+        write_atomic(out_path, document)

@@ -9,7 +9,8 @@ import numpy as np
 from ..sandbox import Sandbox, StudentError
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
-FAILED_BEFORE = ("timeout", "memory", "crashed", "exit", "protocol")
+FAILED_BEFORE = ("timeout", "memory", "crashed", "exit", "protocol", "import")
+IMPORT_TIMEOUT = 60.0  # importing torch takes seconds on half a vCPU; the student's module runs too
 
 
 class GradingContext:
@@ -20,7 +21,8 @@ class GradingContext:
         self.sandbox_options = dict(sandbox_options or {})
         self.leaderboard = []
         self._sandboxes = {}
-        self._failed = {}      # call key -> why later calls are not made again
+        self._imported = set()  # (part, module) whose import was tried in that part's sandbox
+        self._failed = {}       # call key -> why later calls are not made again
         self._data = {}
 
     # -- student code ------------------------------------------------------------------------
@@ -31,25 +33,52 @@ class GradingContext:
             self._sandboxes[part] = Sandbox(self.submission.staged, **self.sandbox_options)
         return self._sandboxes[part]
 
-    def call(self, part, op, *, module, timeout=None, key=None, **args):
-        """Run worker op ``op`` for a test of ``part`` that needs the student's ``module``."""
-        if not self.submission.found.get(module):
-            raise StudentError("missing", self.submission.missing_message(module))
-        key = key or (op, module, args.get("name"))
+    def _run(self, part, key, op, timeout, **args):
+        """One worker op; a failure that would only repeat (a hang, a crash, a failed import) is
+        remembered under ``key`` so the same call is not made again."""
         if key in self._failed:
             raise StudentError("skipped", self._failed[key])
-        if time.monotonic() > self.deadline:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
             raise StudentError("budget", "not run: the submission used up the grading time budget earlier "
                                          "(see the tests that timed out)")
+        sandbox = self.sandbox(part)
+        wanted = getattr(sandbox, "timeout", 30.0) if timeout is None else timeout
         try:
-            return self.sandbox(part).call(op, timeout=timeout, module=module, **args)
+            return sandbox.call(op, timeout=min(wanted, left), **args)
         except StudentError as e:
+            if e.kind == "timeout" and left < wanted:
+                raise StudentError("budget", f"stopped after {left:.0f} s: the submission used up the grading time "
+                                             "budget (see the tests that timed out)", output=e.output) from None
             if e.kind in FAILED_BEFORE:
-                what = args.get("name") or op
-                self._failed[key] = f"not run again: `{what}` failed in an earlier test ({e.message})"
-            if e.kind == "import":
-                self._failed[key] = e.message
+                what = "importing it" if key[0] == "import" else f"`{args.get('name') or op}`"
+                self._failed[key] = e.message if e.kind == "import" else \
+                    f"not run again: {what} failed in an earlier test ({e.message})"
             raise
+
+    def call(self, part, op, *, module, timeout=None, key=None, **args):
+        """Run worker op ``op`` for a test of ``part`` that needs the student's ``module``.
+        The module is imported first, on its own, so a hang, an exit or a crash at import is
+        reported once, as such, and fails every test of that module without being re-run."""
+        if not self.submission.found.get(module):
+            raise StudentError("missing", self.submission.missing_message(module))
+        if (part, module) not in self._imported:
+            self._imported.add((part, module))
+            try:
+                self._run(part, ("import", module), "has", IMPORT_TIMEOUT, module=module, names=[])
+            except StudentError as e:
+                if e.kind == "budget":
+                    raise
+                self._failed[("import", module)] = self._import_message(module, e)
+        if ("import", module) in self._failed:
+            raise StudentError("import", self._failed[("import", module)])
+        return self._run(part, key or (op, module, args.get("name")), op, timeout, module=module, **args)
+
+    @staticmethod
+    def _import_message(module, error):
+        if error.kind == "import":
+            return str(error)
+        return f"{module}.py could not be imported: while importing, {str(error).replace('your code', 'it', 1)}"
 
     def close(self):
         for sb in self._sandboxes.values():

@@ -1,19 +1,28 @@
 """The only format that crosses the trust boundary: JSON plus an .npz, never pickle.
 
 A value is any nesting of dicts (str keys), lists/tuples, str, int, float, bool, None and
-NumPy arrays. Arrays travel as members of an .npz read back with ``allow_pickle=False``;
-everything else travels as JSON. Tuples arrive as lists. Object arrays, custom classes and
-anything else executable are refused with a message that names what was refused.
+NumPy arrays. Arrays travel as members of an uncompressed .npz; everything else travels as
+JSON. Tuples arrive as lists. Object arrays, custom classes and anything else executable are
+refused with a message that names what was refused.
+
+``loads`` runs in the trusted parent on bytes the student's process wrote, so it trusts
+nothing: sizes are bounded, the .npz is parsed member by member (stored, numeric dtypes only,
+declared shape matching the bytes present; ``np.load`` and pickle are never used), and any
+malformed input raises ``WireError``.
 
 A message on a stream is an 8-byte big-endian length, then the payload.
 """
 import io
 import json
+import math
 import struct
+import zipfile
 
 import numpy as np
 
-MAX_MESSAGE_BYTES = 64 * 2**20  # far above any honest output; keeps the parent small
+MAX_MESSAGE_BYTES = 16 * 2**20  # 3x the largest request (Part B training, ~5 MB); keeps the parent small
+MAX_JSON_BYTES = 4 * 2**20      # the non-array part (names, shapes, numbers)
+MAX_DEPTH = 64
 _ARRAY = "__ndarray__"
 
 
@@ -28,26 +37,32 @@ def _to_array(x):
     return np.asarray(x)
 
 
-def _pack(x, arrays, where):
-    if x is None or isinstance(x, (bool, str)):
-        return x
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
+def _pack(x, arrays, where, depth=0):
+    if depth > MAX_DEPTH:
+        raise WireError(f"{where} is nested more than {MAX_DEPTH} levels deep")
+    if x is None or type(x) in (bool, str, int, float):
         return x
     if isinstance(x, (np.generic, np.ndarray)) or (hasattr(x, "detach") and hasattr(x, "numpy")):
         a = _to_array(x)
-        if a.dtype.hasobject or a.dtype.kind not in "biufc":
-            raise WireError(f"{where} is an array of dtype {a.dtype}; only numeric or bool arrays can be graded")
+        if not isinstance(a, np.ndarray) or a.dtype.hasobject or a.dtype.kind not in "biufc":
+            raise WireError(f"{where} is an array of dtype {getattr(a, 'dtype', '?')}; only numeric or bool "
+                            "arrays can be graded")
         key = f"a{len(arrays)}"
         arrays[key] = np.ascontiguousarray(a)
         return {_ARRAY: key}
-    if isinstance(x, (list, tuple)):
-        return [_pack(v, arrays, f"{where}[{i}]") for i, v in enumerate(x)]
+    for base, plain in ((int, int.__index__), (float, float.__float__), (str, str.__str__)):
+        if isinstance(x, base):  # subclasses (an IntEnum, a str subclass) travel as their plain value
+            return plain(x)
+    if isinstance(x, (list, tuple)):  # namedtuples and torch.Size too
+        return [_pack(v, arrays, f"{where}[{i}]", depth + 1) for i, v in enumerate(x)]
     if isinstance(x, dict):
+        if set(x) == {_ARRAY}:
+            raise WireError(f"{where} is a dict whose only key is {_ARRAY!r}, which is reserved")
         out = {}
-        for k, v in x.items():
-            if not isinstance(k, str):
+        for k, v in dict.items(x):
+            if type(k) is not str:
                 raise WireError(f"{where} has a key of type {type(k).__name__}; only str keys can be graded")
-            out[k] = _pack(v, arrays, f"{where}[{k!r}]")
+            out[k] = _pack(v, arrays, f"{where}[{k!r}]", depth + 1)
         return out
     raise WireError(f"{where} is a {type(x).__module__}.{type(x).__qualname__}, which cannot be graded "
                     "(expected an array, a number, a list, a tuple or a dict)")
@@ -58,6 +73,8 @@ def _unpack(x, arrays):
         return [_unpack(v, arrays) for v in x]
     if isinstance(x, dict):
         if set(x) == {_ARRAY}:
+            if not isinstance(x[_ARRAY], str) or x[_ARRAY] not in arrays:
+                raise WireError(f"a reference to a missing array {x[_ARRAY]!r}")
             return arrays[x[_ARRAY]]
         return {k: _unpack(v, arrays) for k, v in x.items()}
     return x
@@ -71,12 +88,50 @@ def dumps(value, where="value"):
     return struct.pack(">I", len(doc)) + doc + buf.getvalue()
 
 
+def _read_arrays(blob):
+    """The arrays of an uncompressed .npz, each checked before a byte of it is used."""
+    arrays = {}
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        members = zf.infolist()
+        if sum(m.file_size for m in members) > len(blob):
+            raise WireError("the arrays claim more bytes than were sent")
+        for m in members:
+            if m.compress_type != zipfile.ZIP_STORED or not m.filename.endswith(".npy"):
+                raise WireError(f"array member {m.filename[:40]!r} is compressed or not .npy")
+            with zf.open(m) as f:
+                version = np.lib.format.read_magic(f)
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                               (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                if read_header is None:
+                    raise WireError(f"array format version {version}")
+                shape, fortran, dtype = read_header(f)
+                if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biufc":
+                    raise WireError(f"an array of dtype {dtype}")
+                nbytes = math.prod(shape) * dtype.itemsize
+                if nbytes > m.file_size:
+                    raise WireError(f"an array of shape {shape} in {m.file_size} bytes")
+                data = f.read(nbytes + 1)
+                if len(data) != nbytes:
+                    raise WireError(f"an array of shape {shape} with {len(data)} bytes of data")
+            arrays[m.filename[:-4]] = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
+    return arrays
+
+
 def loads(payload):
-    (n,) = struct.unpack(">I", payload[:4])
-    doc = json.loads(payload[4:4 + n].decode())
-    with np.load(io.BytesIO(payload[4 + n:]), allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    return _unpack(doc, arrays)
+    """The value in ``payload``; any malformed or oversized input raises ``WireError``."""
+    if len(payload) > MAX_MESSAGE_BYTES:
+        raise WireError(f"a message of {len(payload)} bytes")
+    try:
+        (n,) = struct.unpack(">I", payload[:4])
+        if n > MAX_JSON_BYTES or n > len(payload) - 4:
+            raise WireError(f"a JSON part of {n} bytes")
+        doc = json.loads(payload[4:4 + n].decode())
+        return _unpack(doc, _read_arrays(payload[4 + n:]))
+    except WireError:
+        raise
+    except (ValueError, KeyError, TypeError, RecursionError, struct.error, zipfile.BadZipFile, EOFError,
+            OverflowError, MemoryError) as e:
+        raise WireError(f"a malformed message ({type(e).__name__}: {str(e)[:200]})") from None
 
 
 def send(stream, value, where="value"):
