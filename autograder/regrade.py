@@ -7,14 +7,12 @@ submission that crashes or hangs the grader becomes a row with an error; the oth
 ``DIR/summary.csv`` has a row per submission: submission, total, part-a, part-b, one column
 per test, then error.
 
-When running as root, student code runs as a sandbox user and a grade kills every process
-of that user when it ends, so two grades at once need two users: jobs are limited to the
-number of users named ``ag-student*`` (or AUTOGRADER_SANDBOX_USER / ``nobody``: one job).
+As root, each grade claims a sandbox uid of its own (a grade kills every process of its uid
+when it ends); with AUTOGRADER_SANDBOX_USER set, all would share it, so grades run one at a time.
 """
 import csv
 import json
 import os
-import pwd
 import queue
 import signal
 import subprocess
@@ -36,12 +34,9 @@ def submissions(export):
 
 def sandbox_users():
     """Users a grade may run student code as, one per concurrent grade (None: not root, no limit)."""
-    if not limits.running_as_root():
-        return None
-    if os.environ.get("AUTOGRADER_SANDBOX_USER"):
+    if limits.running_as_root() and os.environ.get("AUTOGRADER_SANDBOX_USER"):
         return [os.environ["AUTOGRADER_SANDBOX_USER"]]
-    pool = sorted(p.pw_name for p in pwd.getpwall() if p.pw_name.startswith("ag-student") and p.pw_uid != 0)
-    return pool or ["nobody"]
+    return None  # each grade claims its own uid (or is not root)
 
 
 def _stop(proc, user):
@@ -53,8 +48,7 @@ def _stop(proc, user):
         proc.kill()
         proc.wait()
     if user is not None:  # whatever its student code left running
-        pw = pwd.getpwnam(user)
-        limits.kill_all((pw.pw_name, pw.pw_uid, pw.pw_gid))
+        limits.kill_all(limits.resolve_user(user))
 
 
 def grade_one(folder, out_dir, select, timeout, users):

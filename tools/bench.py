@@ -11,7 +11,6 @@ import argparse
 import json
 import math
 import os
-import pwd
 import resource
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import time
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
 sys.path[:0] = [REPO, TOOLS]
-from validate import sandbox_users  # noqa: E402
+from autograder.sandbox import limits  # noqa: E402
 
 BUDGETS = {"grade_seconds": (60, "a whole grade of the reference"), "peak_rss_mb": (768, "all grading processes"),
            "part_a_seconds": (15, "a Part A grade"), "public_tests_seconds": (10, "the public tests"),
@@ -243,9 +242,10 @@ def main(argv=None):
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is exceeded")
     args = parser.parse_args(argv)
     os.makedirs(os.path.join(REPO, "out", "bench"), exist_ok=True)
-    user = sandbox_users(1)[0]
+    # As root, claim one sandbox uid for every grade of this run, so their processes can be counted.
+    user = str(limits.sandbox_user()[1]) if limits.running_as_root() else None
     uid_env = {"AUTOGRADER_SANDBOX_USER": user} if user else {}
-    uid = pwd.getpwnam(user).pw_uid if user else None
+    uid = int(user) if user else None
     env = dict(os.environ, **uid_env)
     started = time.monotonic()
     r = {"sandbox_user": user, "cpus": os.cpu_count(), "load_before": round(os.getloadavg()[0], 2), "notes": []}

@@ -6,10 +6,8 @@ A bug is *caught* when it loses points on a test tagged with its broken contract
 points only on other tests counts as a miss (the feedback points the student elsewhere). A
 variant must get full marks. Bugs are graded with `--select <part>` (Part B bugs outside the
 model with `--select <name>` unless --full: see TRAINED), variants whole. Each grade
-is a subprocess `python -m autograder grade`; as root, every parallel slot needs its own sandbox
-user (the sandbox kills all processes of its user when it closes), taken from
-$VALIDATE_SANDBOX_USERS or ag-validate-1, ag-validate-2. Writes out/validate.json; exits 1 on
-any miss.
+is a subprocess `python -m autograder grade`; as root each claims a sandbox uid of its own
+(or one of $VALIDATE_SANDBOX_USERS per slot). Writes out/validate.json; exits 1 on any miss.
 """
 import argparse
 import json
@@ -27,7 +25,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 import catalog  # noqa: E402
 
-DEFAULT_USERS = ("ag-validate-1", "ag-validate-2")
 # Part B names whose tests train a model (the quality tests carry them). A Part B bug elsewhere
 # cannot change the trusted training, so without --full only its own tests are graded: the
 # verdict "caught" is the same, only "elsewhere" and "missed" are no longer told apart.
@@ -35,23 +32,23 @@ TRAINED = {"GPT", "CausalSelfAttention", "MLP", "Block", "GPTConfig"}
 
 
 def sandbox_users(jobs):
-    """One sandbox user per slot (None: let the grader choose, which is right when not root)."""
-    if os.geteuid() != 0:
+    """One sandbox user per slot, from $VALIDATE_SANDBOX_USERS; None lets each grade claim a free
+    uid of its own (the grader's pool), which is also right when not root."""
+    wanted = [w.strip() for w in os.environ.get("VALIDATE_SANDBOX_USERS", "").split(",") if w.strip()]
+    if os.geteuid() != 0 or not wanted:
         return [None] * jobs
-    wanted = os.environ.get("VALIDATE_SANDBOX_USERS", ",".join(DEFAULT_USERS)).split(",")
     busy = {int(line.split()[1]) for line in _status_uids()}
-    users = []
-    for name in filter(None, (w.strip() for w in wanted)):
-        try:
-            pw = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        if pw.pw_uid != 0 and pw.pw_uid not in busy:
-            users.append(name)
+    users = [n for n in wanted if _uid(n) not in (None, 0) and _uid(n) not in busy]
     if len(users) < jobs:
-        print(f"note: {len(users)} free sandbox user(s) of {wanted}; running {max(1, len(users))} at a time. "
-              f"Create them with: for u in {' '.join(DEFAULT_USERS)}; do useradd --system --no-create-home $u; done")
+        print(f"note: {len(users)} free sandbox user(s) of {wanted}; running {max(1, len(users))} at a time")
     return users[:jobs] or [None]
+
+
+def _uid(name):
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
 
 
 def _status_uids():
@@ -78,7 +75,8 @@ def grade(entry, user, workdir, full=False):
     select = selection(entry, full)
     if select:
         cmd += ["--select", select]
-    env = dict(os.environ, **({"AUTOGRADER_SANDBOX_USER": user} if user else {}))
+    env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_SANDBOX_USER"}
+    env.update({"AUTOGRADER_SANDBOX_USER": user} if user else {})
     start = time.monotonic()
     with open(os.path.join(folder, "grade.log"), "w+") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

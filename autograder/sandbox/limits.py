@@ -22,19 +22,76 @@ def running_as_root():
     return os.geteuid() == 0
 
 
+ANONYMOUS_UIDS = range(64200, 64264)  # setuid needs no passwd entry: a pool for concurrent grades
+_claimed = None  # (name, uid, gid, lock fd): this process's sandbox identity, held until it exits
+
+
 def sandbox_user():
-    """(name, uid, gid) of the unprivileged user student code runs as, or None when not root."""
+    """(name, uid, gid) of the unprivileged user student code runs as, or None when not root.
+
+    A grade ends by killing every process of its sandbox uid, so two grades on one machine
+    must never share one: each process claims a uid with an exclusive lock, trying
+    ``ag-student`` (setup.sh creates it), ``nobody``, then anonymous uids, and skipping any
+    uid that is locked or already runs processes. ``AUTOGRADER_SANDBOX_USER`` (a name or a
+    number) sets one explicitly (no claim: the caller keeps concurrent grades apart).
+    """
+    global _claimed
     if not running_as_root():
         return None
     wanted = os.environ.get("AUTOGRADER_SANDBOX_USER")
-    for name in ((wanted,) if wanted else SANDBOX_USERS):
+    if wanted:
+        return resolve_user(wanted)
+    if _claimed is None:
+        _claimed = _claim_uid()
+    return _claimed[:3]
+
+
+def resolve_user(spec):
+    """(name, uid, gid) of a user name or a uid number (which needs no passwd entry)."""
+    try:
+        pw = pwd.getpwuid(int(spec)) if spec.isdigit() else pwd.getpwnam(spec)
+        name, uid, gid = pw.pw_name, pw.pw_uid, pw.pw_gid
+    except KeyError:
+        if not spec.isdigit():
+            raise RuntimeError(f"sandbox user {spec!r} is not a user on this machine") from None
+        name, uid, gid = f"uid {spec}", int(spec), int(spec)
+    if uid == 0:
+        raise RuntimeError(f"sandbox user {spec!r} is root; pick an unprivileged user")
+    return name, uid, gid
+
+
+def _candidates():
+    for name in SANDBOX_USERS:
         try:
             pw = pwd.getpwnam(name)
         except KeyError:
             continue
         if pw.pw_uid != 0:
-            return pw.pw_name, pw.pw_uid, pw.pw_gid
-    raise RuntimeError(f"none of the sandbox users {SANDBOX_USERS} exists; run setup.sh or set AUTOGRADER_SANDBOX_USER")
+            yield pw.pw_name, pw.pw_uid, pw.pw_gid
+    for uid in ANONYMOUS_UIDS:
+        yield f"uid {uid}", uid, uid
+
+
+def _claim_uid():
+    import fcntl
+    import tempfile
+    busy = {info[1] for info in _proc_table().values()}
+    for name, uid, gid in _candidates():
+        if uid in busy:
+            continue
+        path = os.path.join(tempfile.gettempdir(), f"ag-sandbox-uid-{uid}.lock")
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        os.set_inheritable(fd, False)
+        return name, uid, gid, fd
+    raise RuntimeError("no free sandbox uid: every candidate is locked by another grade or runs processes")
 
 
 def become_subreaper():
