@@ -221,6 +221,33 @@ def entropy_per_char():
     return h / length
 
 
+_PREFIX_MASS = {}  # prefix of "sentence\n" -> total probability of sentences starting so
+
+
+def oracle_char_nll(text):
+    """Per-character negative log-likelihood (nats) of text under the true generator, the
+    best any model can do: -log P(char | the characters of its sentence before it).
+    text must start at the beginning of a sentence; returns a float64 array (len(text),),
+    inf where a character makes the text leave the language. Its mean over a validation
+    window is that window's loss floor (entropy_per_char is the floor's long-run average).
+    """
+    if not _PREFIX_MASS:
+        for s, lp in enumerate_sentences():
+            full = s + SEPARATOR
+            p = math.exp(lp)
+            for i in range(len(full) + 1):
+                _PREFIX_MASS[full[:i]] = _PREFIX_MASS.get(full[:i], 0.0) + p
+    out = np.empty(len(text))
+    start = 0  # where the current sentence began
+    for i, c in enumerate(text):
+        before = _PREFIX_MASS.get(text[start:i], 0.0)
+        after = _PREFIX_MASS.get(text[start:i + 1], 0.0)
+        out[i] = math.log(before) - math.log(after) if after > 0 else math.inf
+        if c == SEPARATOR:
+            start = i + 1
+    return out
+
+
 # ----------------------------------------------------------------------------- tokens
 
 class CharTokenizer:
