@@ -218,6 +218,8 @@ def main(argv=None):
     with open(args.out, "w") as f:
         json.dump({"ok": ok, "wall_seconds": round(wall, 1), "results": results}, f, indent=1)
     print(f"wrote {os.path.relpath(args.out, REPO)}")
+    good = sum(r["verdict"] in ("caught", "full") for r in results)
+    print(f"validate: {good} passed, {len(results) - good} failed")  # a closing line CI can read
     return 0 if ok else 1
 
 
