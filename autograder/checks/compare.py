@@ -25,8 +25,8 @@ def as_array(value, *, name):
     """``(array, None)`` for a numeric or bool value, else ``(None, message)``."""
     if value is None:
         return None, f"{name}: got None, expected an array (did you forget `return`?)"
-    if isinstance(value, dict):
-        return None, f"{name}: got a dict, expected an array"
+    if isinstance(value, (dict, str, bytes)):
+        return None, f"{name}: got a {type(value).__name__} ({str(value)[:60]!r}), expected an array"
     try:
         a = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - ragged lists and the like
