@@ -11,9 +11,9 @@ import zipfile
 
 import jsonschema
 import pytest
+from test_notebook_submission import build_notebook
 
 from conftest import HANDOUT, REFERENCE, REPO
-from test_notebook_submission import build_notebook
 
 SCHEMA = os.path.join(REPO, "tests", "gradescope_schema.json")
 VENV_BIN = os.path.dirname(sys.executable)  # the project's .venv/bin when run by `make test`
@@ -154,3 +154,71 @@ def test_a_notebook_submission_gets_full_marks(built, tmp_path):
     document, _ = run_autograder(tmp_path / "root")
     full_marks(document)
     assert "time.sleep(600)" in document["output"]
+
+
+# -- the image build fails unless a worker under the grader's limits can import torch (CPU) ------
+STAND_INS = {
+    "fits": "",
+    "maps 3 GiB at import, like a CUDA build": "import mmap\n_libraries = mmap.mmap(-1, 3 * 2**30)\n",
+    "a CUDA build": "version.cuda = '12.1'\n",
+}
+STAND_IN = '''"""A stand-in for torch: just what the self-check asks of it."""
+__version__ = "0.0+standin"
+
+
+class version:
+    cuda = None
+
+
+class _Ones:
+    def __init__(self, n):
+        self.n = n
+
+    def sum(self):
+        return float(self.n)
+
+
+def ones(n):
+    return _Ones(n)
+'''
+
+
+@pytest.fixture(scope="module")
+def standin_python(tmp_path_factory):
+    """A Python environment the sandbox user can run whose torch is a stand-in (ahead of the
+    project's packages, which a .pth file adds after it)."""
+    import site
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="ag-test-standin-")
+    os.chmod(folder, 0o755)
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", folder],
+                   check=True, capture_output=True)
+    packages = os.path.join(folder, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    with open(os.path.join(packages, "project.pth"), "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
+    os.mkdir(os.path.join(packages, "torch"))
+    subprocess.run(["chmod", "-R", "a+rX", folder], check=True)
+    yield folder, os.path.join(packages, "torch", "__init__.py")
+    shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("standin", STAND_INS)
+def test_the_setup_fails_the_image_build_unless_a_limited_worker_imports_the_cpu_torch(built, tmp_path, standin_python,
+                                                                                       standin):
+    if os.geteuid() != 0:
+        pytest.skip("setup.sh runs as root")
+    folder, torch_init = standin_python
+    with open(torch_init, "w") as f:
+        f.write(STAND_IN + STAND_INS[standin])
+    unpack(built, tmp_path, os.path.join(REFERENCE, "attention.py"))
+    env = dict(os.environ, AUTOGRADER_SETUP_CHECK_ONLY="1",
+               PATH=f"{os.path.join(folder, 'bin')}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.run(["bash", str(tmp_path / "source" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    if standin == "fits":
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "torch 0.0+standin" in proc.stdout and "self-check passed" in proc.stdout
+    else:
+        assert proc.returncode != 0, proc.stdout
+        assert "self-check FAILED" in proc.stderr, proc.stderr
+        assert ("Cannot allocate memory" in proc.stderr) if "maps" in standin else ("CUDA build" in proc.stderr)

@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 import pytest
-from attacks import hostile_wire, kit
 
+from attacks import hostile_wire, kit
 from autograder.sandbox import Sandbox, StudentError, limits
 from autograder.sandbox.runner import OUTPUT_CAP
 from autograder.sandbox.worker import wire
@@ -53,7 +53,9 @@ def test_student_code_runs_unprivileged_in_its_own_session(sandbox):
                     "oom": int(open("/proc/self/oom_score_adj").read()),
                     "as": resource.getrlimit(resource.RLIMIT_AS)[0],
                     "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0], "cwd_writable": os.access(".", os.W_OK),
-                    "lib_writable": os.access(__import__("_sandbox_worker").__path__[0], os.W_OK)}
+                    "lib_writable": os.access(__import__("_sandbox_worker").__path__[0], os.W_OK),
+                    "staged": [[p, os.stat(p).st_gid, os.stat(p).st_mode & 0o777]
+                               for p in ("..", ".", "student.py", __import__("_sandbox_worker").__file__)]}
     """)
     who = call(sb, "who")
     assert who["sid"] == who["pid"], "the worker leads its own session"
@@ -63,6 +65,8 @@ def test_student_code_runs_unprivileged_in_its_own_session(sandbox):
         assert who["uid"] == who["euid"] == sb.user[1] != 0 and who["groups"] == []
         assert who["nproc"] == sb.max_processes
         assert not who["cwd_writable"] and not who["lib_writable"], "the copies of code are read-only for the student"
+        for path, gid, mode in who["staged"]:  # another grade's sandbox user (another uid and gid) reads nothing
+            assert gid == sb.user[2] and mode & 0o007 == 0, (path, gid, oct(mode))
     else:
         assert who["uid"] == os.getuid()
 
@@ -80,9 +84,11 @@ def test_student_code_has_no_network_where_the_kernel_allows(sandbox):
             return {"ns": os.readlink("/proc/self/ns/net"), "reached": reached}
     """)
     got = call(sb, "net")
-    if got["ns"] == os.readlink("/proc/self/ns/net"):
-        pytest.skip("this kernel/container does not allow a new network namespace (best effort)")
     assert not got["reached"]
+    if limits.network_namespace_possible():
+        assert got["ns"] != os.readlink("/proc/self/ns/net") and sb.isolation["network"] == "namespace"
+    else:  # Docker's default capabilities: the worker's seccomp filter (tests/test_sandbox_isolation.py)
+        assert sb.isolation["network"] == "seccomp"
 
 
 # -- time ------------------------------------------------------------------------------------------
@@ -100,7 +106,7 @@ def test_a_hang_times_out_and_the_next_call_gets_a_fresh_worker(sandbox):
     start = time.monotonic()
     with pytest.raises(StudentError) as e:
         call(sb, "hang", timeout=1.5)
-    assert e.value.kind == "timeout" and "did not finish within 1.5 s" in str(e.value)
+    assert e.value.kind == "timeout" and "did not finish within 1.5 s of CPU time" in str(e.value)
     assert time.monotonic() - start < 5
     assert call(sb, "ok") == 42
 
@@ -227,9 +233,9 @@ def test_kill_all_spares_the_grader_its_ancestors_and_root_processes(sandbox):
     call(sb, "escape", marker)
     rooted = subprocess.Popen(["sleep", "30"])  # a root process, our child
     try:
-        table = limits._proc_table()
-        assert not {os.getpid(), os.getppid(), 1, rooted.pid} & set(limits._targets(sb.user, [], table))
-        assert not {os.getpid(), os.getppid(), 1} & set(limits._targets(None, [os.getpid(), os.getppid(), 1], table))
+        table = limits.proc_table()
+        assert not {os.getpid(), os.getppid(), 1, rooted.pid} & set(limits.targets(sb.user, [], table))
+        assert not {os.getpid(), os.getppid(), 1} & set(limits.targets(None, [os.getpid(), os.getppid(), 1], table))
         limits.kill_all(sb.user)
         assert kit.processes_with(marker) == [] and rooted.poll() is None
     finally:
@@ -275,6 +281,32 @@ def test_subclasses_travel_as_plain_values():
     Level = enum.IntEnum("Level", "LOW HIGH")
     got = wire.loads(wire.dumps({"pair": Pair(np.eye(2), 1.5), "level": Level.HIGH}))
     assert type(got["level"]) is int and got["level"] == 2 and np.array_equal(got["pair"][0], np.eye(2))
+
+
+def test_a_million_empty_objects_cost_the_parent_little_memory_and_time():
+    """4 MB of JSON that json.loads would turn into 150 MB of dicts in 15 s: refused before parsing."""
+    import struct
+    import tracemalloc
+    doc = b"[" + b",".join([b"{}"] * 1_000_000) + b"]"
+    payload = struct.pack(">I", len(doc)) + doc + wire.dumps(None)[4 + len(b"null"):]
+    tracemalloc.start()
+    start = time.monotonic()
+    with pytest.raises(wire.WireError, match="values"):
+        wire.loads(payload)
+    seconds, peak = time.monotonic() - start, tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 1 and peak < 16 * MB, (seconds, peak / MB)
+    with pytest.raises(wire.WireError, match="more than 100000 values"):  # the worker refuses to send one
+        wire.dumps([{}] * 1_000_000, where="the value f returned")
+    assert wire.loads(wire.dumps([{"a": 1.5}] * 40_000)) == [{"a": 1.5}] * 40_000  # big enough for real answers
+
+
+def test_a_million_empty_objects_from_student_code_are_its_bad_output(sandbox):
+    sb = sandbox("def many():\n    return [{} for _ in range(1_000_000)]\ndef ok():\n    return 1\n")
+    with pytest.raises(StudentError) as e:
+        call(sb, "many")
+    assert e.value.kind == "bad_output" and "NumPy array" in e.value.message
+    assert call(sb, "ok") == 1
 
 
 @pytest.mark.parametrize("name", hostile_wire.PAYLOADS)

@@ -99,7 +99,8 @@ def check_reference_data():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--torch", required=True, help='the torch requirement, e.g. "torch==2.13.0" (from the Makefile)')
+    parser.add_argument("--torch", required=True,
+                        help='the torch requirement, e.g. "torch==2.13.0" (from the Makefile)')
     parser.add_argument("--out", default=os.path.join(ROOT, "dist", "autograder.zip"))
     parser.add_argument("--allow-stale", action="store_true",
                         help="build even if autograder/data is stale (tests only; never upload such a zip)")

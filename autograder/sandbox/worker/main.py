@@ -1,15 +1,20 @@
 """The worker loop: read a request, run one op on the student's code, send the answer.
 
 Started by ``autograder.sandbox.runner`` as
-``python -I -c "...main(fd_in, fd_out, submission_dir)"``. A request is
-``{"op": name, "args": {...}}``; the answer is ``{"ok": True, "value": ...}`` or
-``{"ok": False, "kind": ..., "message": ..., "traceback": ...}``. Nothing here is trusted by
-the parent: it checks every answer and decides every verdict itself.
+``python -I -c "...main(fd_in, fd_out, submission_dir, options)"``. Before any student code
+runs it installs the seccomp filter (``options["seccomp"]``), imports the ``options["preload"]``
+modules (numpy, torch: a failure there is the grading environment's, not the student's) and
+sends one hello ``{"ok": True, "value": {"seccomp": ..., "preload": {name: None or error}}}``.
+Then, per request ``{"op": name, "args": {...}}``, the answer is ``{"ok": True, "value": ...}``
+or ``{"ok": False, "kind": ..., "message": ..., "traceback": ...}``. Nothing the worker sends
+after the hello is trusted by the parent: it checks every answer and decides every verdict.
 """
+import importlib
 import os
 import sys
+import traceback
 
-from . import student, wire
+from . import student, syscalls, wire
 from .ops_common import OPS
 from .student import StudentCodeError, describe_exception
 
@@ -29,11 +34,31 @@ def _answer(request):
         return {"ok": False, **describe_exception(e)}
 
 
-def main(fd_in, fd_out, submission_dir):
+def _preload(names):
+    """{module: None, or why it could not be imported}: before any student code, so any failure
+    (a library that cannot be mapped under the address-space limit, a missing package) is the
+    grading environment's."""
+    failed = {}
+    for name in names:
+        try:
+            importlib.import_module(name)
+            failed[name] = None
+        except BaseException as e:  # noqa: BLE001 - MemoryError, OSError from the loader, SystemExit
+            where = traceback.format_exception_only(type(e), e)[-1].strip()
+            failed[name] = f"{where[:1500]} (in {traceback.extract_tb(e.__traceback__)[-1].filename})" \
+                if e.__traceback__ else where[:1500]
+    return failed
+
+
+def main(fd_in, fd_out, submission_dir, options=None):
+    options = options or {}
+    rin, out = os.fdopen(fd_in, "rb"), os.fdopen(fd_out, "wb")
+    hello = {"seccomp": syscalls.install() if options.get("seccomp", True) else {"error": "not asked for"},
+             "preload": _preload(options.get("preload", ()))}
+    wire.send(out, {"ok": True, "value": hello})
     student.ROOT = os.path.realpath(submission_dir)
     sys.path.insert(0, submission_dir)
     os.chdir(submission_dir)
-    rin, out = os.fdopen(fd_in, "rb"), os.fdopen(fd_out, "wb")
     while True:
         try:
             request = wire.recv(rin)

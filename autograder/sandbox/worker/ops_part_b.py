@@ -1,25 +1,32 @@
-"""Part B's ops: build the student's GPT, load weights by name, run it, probe it, sample, train.
+"""Part B's ops: build the student's GPT as the grader asks, call its methods, return raw outputs.
 
-The only worker module that touches torch, and only inside the ops, so a Part A worker never
-pays for importing it. Every op returns raw tensors as NumPy arrays (logits, token ids,
-gradients); the parent computes every verdict from them.
+``gpt(model, calls)`` builds ``GPT(GPTConfig(...))`` of the student's gpt.py (its own
+initialisation under a fixed seed, or the grader's weights loaded by parameter name), then
+makes each call in order on that one model: ``forward``, ``parameters``, ``generate``,
+``perplexity``, ``gradient``. ``sample`` calls ``sample_next_token``; ``train`` runs the one
+training loop (training.py) and returns the trained weights.
+
+Everything here runs in the student's process and may be replaced by it: the parent judges
+only the raw outputs (logits, losses, token ids, gradients, weights), comparing them with the
+reference's for the same weights and inputs. The only module here that imports torch, and
+only inside the ops, so a Part A worker never pays for it.
 """
-import math
+import dataclasses
 
 import numpy as np
 
 from .ops_common import op
-from .student import StudentCodeError, attribute, load
+from .student import StudentCodeError, attribute
 
-_state = {}
 CONFIG_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")  # GPTConfig's order
+_threads = []
 
 
 def _torch():
     import torch
-    if not _state:  # tiny models: one thread is fastest, and robust when the machine is busy
+    if not _threads:  # tiny models: one thread is fastest, and robust when the machine is busy
         torch.set_num_threads(1)
-        _state["threads"] = 1
+        _threads.append(1)
     return torch
 
 
@@ -32,58 +39,160 @@ def _long(a):
     return a.long() if torch.is_tensor(a) else torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))
 
 
+def _array(t):
+    return t.detach().cpu().float().numpy()
+
+
 def _mro(exc):
     return [c.__name__ for c in type(exc).__mro__]
 
 
-def _param_names(model):
+def _shape(x):
+    return tuple(getattr(x, "shape", ()))
+
+
+def _parameters(model):
     return dict(model.named_parameters(remove_duplicate=False))
 
 
-def _load_weights(model, weights):
-    """Load ``weights`` (name -> array) into the parameters of the same names; a missing or
-    unexpected name is the student's error."""
+def _load(model, weights):
+    """Copy ``weights`` (name -> array) into the parameters of those names; a name the model
+    lacks, or a shape it does not have, is the student's error. Others are left as they are."""
     torch = _torch()
-    params = _param_names(model)
-    lacks, extra = sorted(set(weights) - set(params)), sorted(set(params) - set(weights))
-    if lacks or extra:
-        _fail("your GPT's parameter names are not those of a GPT-2 checkpoint, so weights cannot load "
-              f"by name: it lacks {lacks[:8] or 'none'}; it has unexpected {extra[:8] or 'none'}")
-    for name, p in params.items():
-        if tuple(p.shape) != tuple(np.shape(weights[name])):
-            _fail(f"parameter {name} has shape {tuple(p.shape)}, expected {tuple(np.shape(weights[name]))}")
-    state = {n: torch.from_numpy(np.asarray(w, dtype=np.float32)).to(params[n].dtype) for n, w in weights.items()}
-    result = model.load_state_dict(state, strict=False)
-    if result.unexpected_keys:
-        _fail(f"load_state_dict did not accept the parameters {result.unexpected_keys[:8]}")
+    params = _parameters(model)
+    lacks = sorted(set(weights) - set(params))
+    if lacks:
+        _fail(f"your GPT has no parameter named {', '.join(lacks[:6])}{' ...' if len(lacks) > 6 else ''} "
+              f"(GPT-2's checkpoint names, nanoGPT's layout; your model has {', '.join(sorted(params)[:6])} ...), "
+              "so the grader's weights cannot be loaded by name")
+    for name, value in weights.items():
+        if _shape(params[name]) != np.shape(value):
+            _fail(f"parameter {name} has shape {_shape(params[name])}, expected {np.shape(value)}, so the grader's "
+                  "weights cannot be loaded by name")
+    with torch.no_grad():
+        for name, value in weights.items():
+            p = params[name]
+            p.copy_(torch.as_tensor(np.asarray(value, dtype=np.float32)).to(p.dtype))
 
 
-def _model(module, config, weights=None):
-    """GPT(GPTConfig(**config)) of the student's module, in eval mode, with ``weights`` loaded."""
+def _build(module, model):
+    """GPT(GPTConfig(...)) as ``model`` asks: {"config", "positional", "weights", "train", "seed"}."""
     torch = _torch()
-    cfg = attribute(module, "GPTConfig")(**config)
-    torch.manual_seed(0)
-    model = attribute(module, "GPT")(cfg)
-    if not isinstance(model, torch.nn.Module):
-        _fail(f"GPT(config) should be a torch.nn.Module, got {type(model).__name__}")
-    if weights is not None:
-        _load_weights(model, weights)
-    return model.eval()
+    config = model["config"]
+    cls = attribute(module, "GPTConfig")
+    cfg = cls(*(config[k] for k in CONFIG_FIELDS)) if model.get("positional") else cls(**config)
+    torch.manual_seed(int(model.get("seed", 0)))
+    gpt = attribute(module, "GPT")(cfg)
+    if not isinstance(gpt, torch.nn.Module):
+        _fail(f"GPT(config) should be a torch.nn.Module, got a {type(gpt).__name__}")
+    if model.get("weights") is not None:
+        _load(gpt, model["weights"])
+    return gpt.train(bool(model.get("train")))
 
 
-def _forward(model, idx, targets=None):
-    """(logits tensor, loss tensor or None) of ``model(idx, targets)``, checked for their kind."""
+def _forward(gpt, idx, targets=None):
+    """``gpt(idx[, targets])`` -> (logits tensor, loss tensor or None), checked for their kind."""
     torch = _torch()
-    out = model(_long(idx)) if targets is None else model(_long(idx), _long(targets))
+    out = gpt(_long(idx)) if targets is None else gpt(_long(idx), _long(targets))
+    call = "GPT.forward(idx)" if targets is None else "GPT.forward(idx, targets)"
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        _fail(f"GPT.forward should return (logits, loss); got a {type(out).__name__}", "bad_output")
+        _fail(f"{call} should return (logits, loss); got a {type(out).__name__}", "bad_output")
     logits, loss = out
     if not torch.is_tensor(logits):
-        _fail(f"GPT.forward's logits should be a tensor (B, T, V), got a {type(logits).__name__}", "bad_output")
+        _fail(f"{call}'s logits should be a tensor (B, T, V), got a {type(logits).__name__}", "bad_output")
     if loss is not None and (not torch.is_tensor(loss) or loss.numel() != 1):
-        _fail("GPT.forward's loss should be None or a 0-dim tensor, got "
-              f"{type(loss).__name__} of shape {tuple(getattr(loss, 'shape', ()))}", "bad_output")
+        _fail(f"{call}'s loss should be None or a 0-dim tensor, got a {type(loss).__name__} of shape {_shape(loss)}",
+              "bad_output")
     return logits, loss
+
+
+def _no_builtins(module):
+    """(targets to patch, the list that records use): PyTorch's attention functions replaced by
+    ones that raise, also where the student's module bound them to its own names."""
+    torch = _torch()
+    F, used = torch.nn.functional, []
+
+    def forbidden(label):
+        def refuse(*args, **kwargs):
+            used.append(label)
+            raise RuntimeError(f"{label} is off limits in this homework: compute attention yourself")
+        return refuse
+    originals = {"scaled_dot_product_attention": F.scaled_dot_product_attention,
+                 "multi_head_attention_forward": F.multi_head_attention_forward}
+    targets = [(F, n, v, f"torch.nn.functional.{n}") for n, v in originals.items()]
+    targets += [(torch._C._nn, "scaled_dot_product_attention", originals["scaled_dot_product_attention"],
+                 "torch.nn.functional.scaled_dot_product_attention"),
+                (torch.nn.MultiheadAttention, "forward", torch.nn.MultiheadAttention.forward,
+                 "torch.nn.MultiheadAttention")]
+    student = attribute(module, "__dict__")
+    for name, value in list(student.items()):  # names bound by `from ... import ...`
+        for n, original in originals.items():
+            if value is original:
+                targets.append((student, name, value, f"torch.nn.functional.{n}"))
+    return targets, used, forbidden
+
+
+def _patched_forward(gpt, module, idx):
+    targets, used, forbidden = _no_builtins(module)
+    try:
+        for holder, name, _, label in targets:
+            if isinstance(holder, dict):
+                holder[name] = forbidden(label)
+            else:
+                setattr(holder, name, forbidden(label))
+        logits = _every_position(gpt, idx, _forward(gpt, idx)[0])
+    except Exception:  # student code may raise anything; re-raised unless it was our refusal
+        if not used:
+            raise
+        return {"used": sorted(set(used)), "logits": None}
+    finally:
+        for holder, name, original, _ in targets:
+            if isinstance(holder, dict):
+                holder[name] = original
+            else:
+                setattr(holder, name, original)
+    return {"used": sorted(set(used)), "logits": _array(logits)}
+
+
+def _every_position(gpt, idx, logits):
+    """(B, T, V) logits of a model that gives only the last position's without targets (nanoGPT's
+    inference shortcut): its logits when asked with targets, (B*T, V) unflattened."""
+    B, T = np.shape(idx)
+    if logits.dim() == 3 and tuple(logits.shape[:2]) == (B, T):
+        return logits
+    with_targets, _ = _forward(gpt, idx, np.zeros((B, T), dtype=np.int64))
+    if with_targets.dim() == 2 and with_targets.shape[0] == B * T:
+        with_targets = with_targets.reshape(B, T, -1)
+    return with_targets if with_targets.dim() == 3 and tuple(with_targets.shape[:2]) == (B, T) else logits
+
+
+def call_forward(gpt, module, idx, targets=None, no_builtins=False, repeat=1, every_position=False):
+    """GPT.forward's raw (logits, loss), ``repeat`` times; with ``every_position``, every position's
+    logits even from a model whose forward(idx) gives the last one only (its shape is test 2.2.1's)."""
+    torch = _torch()
+    if no_builtins:
+        with torch.no_grad():
+            return _patched_forward(gpt, module, idx)
+    outs = []
+    with torch.no_grad():
+        for _ in range(int(repeat)):
+            logits, loss = _forward(gpt, idx, targets)
+            if every_position and targets is None:
+                logits = _every_position(gpt, idx, logits)
+            outs.append({"logits": _array(logits), "loss": None if loss is None else float(loss)})
+    return outs[0] if repeat == 1 else {"repeats": outs}
+
+
+def call_parameters(gpt, module, values=False):
+    """Names and shapes of the parameters (tied ones under each name), the unique ones, the
+    buffers, GPTConfig's dataclass fields, and with ``values`` every parameter's values."""
+    cls = attribute(module, "GPTConfig")
+    every = _parameters(gpt)
+    return {"every": [[n, list(_shape(p))] for n, p in every.items()],
+            "unique": [[n, list(_shape(p))] for n, p in gpt.named_parameters()],
+            "buffers": [[n, list(_shape(b))] for n, b in gpt.named_buffers()],
+            "config_fields": [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None,
+            "values": {n: _array(p) for n, p in every.items()} if values else None}
 
 
 def _tokens(out, what):
@@ -93,53 +202,28 @@ def _tokens(out, what):
     return {"tokens": out.detach().cpu().numpy(), "dtype": str(out.dtype), "shape": list(out.shape)}
 
 
-def _plain(v):
-    return v if v is None or isinstance(v, (bool, int, float, str)) else repr(v)
-
-
-@op
-def gpt_structure(config, module="gpt"):
-    """Parameter names and shapes (tied ones under both names), buffers, whether lm_head's
-    weight is wte's (the same tensor), and GPTConfig's fields and values when built positionally."""
-    import dataclasses
-    model = _model(module, config)
-    unique = [[n, list(p.shape)] for n, p in model.named_parameters()]
-    every = [[n, list(p.shape)] for n, p in _param_names(model).items()]
-    buffers = [[n, list(b.shape)] for n, b in model.named_buffers()]
-    try:
-        tied = model.lm_head.weight is model.transformer.wte.weight
-    except AttributeError:
-        tied = False
-    cls = attribute(module, "GPTConfig")
-    positional = cls(*(config[k] for k in CONFIG_FIELDS))
-    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
-    values = {k: _plain(getattr(positional, k, "(missing)")) for k in (*CONFIG_FIELDS, "dropout", "bias")}
-    return {"unique": unique, "every": every, "buffers": buffers, "tied": bool(tied),
-            "config": {"fields": names, "positional": values}}
-
-
-@op
-def gpt_forward(config, weights, idx, targets=None, catch=False, module="gpt"):
-    """logits (B, T, V) and loss; with ``catch``, only which exception (if any) was raised."""
+def call_generate(gpt, module, idx, max_new_tokens, temperature=1.0, top_k=None, seed=0, global_seed=0):
     torch = _torch()
-    model = _model(module, config, weights)
-    try:
-        with torch.no_grad():
-            logits, loss = _forward(model, idx, targets)
-    except Exception as e:  # noqa: BLE001 - student code may raise anything
-        if catch and not isinstance(e, StudentCodeError):
-            return {"raised": _mro(e), "message": str(e)[:500]}
-        raise
-    if catch:
-        return {"raised": None, "shape": list(logits.shape)}
-    return {"logits": logits.float().numpy(), "loss": None if loss is None else float(loss)}
+    torch.manual_seed(int(global_seed))  # a generate that ignores the generator drifts with this
+    g = None if seed is None else torch.Generator().manual_seed(int(seed))
+    out = gpt.generate(_long(idx), int(max_new_tokens), temperature=temperature, top_k=top_k, generator=g)
+    return _tokens(out, "GPT.generate")
 
 
-@op
-def gpt_grad_probe(config, weights, idx, t, seed=0, module="gpt"):
-    """d(r . logits[:, t, :]) / d(token embeddings) for a fixed random r: (B, T, C)."""
+def call_perplexity(gpt, module, windows):
     torch = _torch()
-    model = _model(module, config, weights)
+    value = attribute(module, "perplexity")(gpt, _long(windows))
+    kind = type(value).__name__
+    if torch.is_tensor(value) and value.numel() == 1:
+        value = value.item()
+    if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
+        _fail(f"perplexity should return a float, got a {kind}", "bad_output")
+    return {"value": float(value), "type": kind}
+
+
+def call_gradient(gpt, module, idx, t, r):
+    """d(r . logits[:, t, :]) / d(token embeddings) (B, T, C), with the logits, for r (B, V) the parent chose."""
+    torch = _torch()
     seen = {}
 
     def leaf(x):
@@ -152,63 +236,55 @@ def gpt_grad_probe(config, weights, idx, t, seed=0, module="gpt"):
     def on_block(_module, args):  # or, if wte is not called as a module, the first block's input
         return (leaf(args[0]), *args[1:]) if "emb" not in seen and args and torch.is_tensor(args[0]) else None
 
-    handles = [model.get_submodule("transformer.wte").register_forward_hook(on_wte),
-               model.get_submodule("transformer.h.0").register_forward_pre_hook(on_block)]
+    handles = [gpt.get_submodule("transformer.wte").register_forward_hook(on_wte),
+               gpt.get_submodule("transformer.h.0").register_forward_pre_hook(on_block)]
+    B, T = np.shape(idx)
     try:
         with torch.enable_grad():
-            logits, _ = _forward(model, idx)
+            logits, _ = _forward(gpt, idx)
+            if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):  # the last position only: ask with targets
+                seen.clear()
+                logits, _ = _forward(gpt, idx, np.zeros((B, T), dtype=np.int64))
+                logits = logits.reshape(B, T, -1) if logits.dim() == 2 and logits.shape[0] == B * T else logits
     finally:
         for h in handles:
             h.remove()
+    if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):
+        _fail(f"GPT.forward(idx) with idx (B, T) = {(B, T)} returned logits of shape {_shape(logits)}; the gradient "
+              f"probe needs every position's logits, (B, T, V) = {(B, T, 'V')}", "bad_output")
     if "emb" not in seen:
         _fail("GPT.forward called neither transformer.wte nor transformer.h[0], so it cannot be probed")
     if not logits.requires_grad:
         _fail("GPT.forward's logits carry no gradient (is forward running under torch.no_grad?)")
-    r = torch.randn(logits.shape[0], logits.shape[-1], generator=torch.Generator().manual_seed(seed))
-    (logits[:, t, :].float() * r).sum().backward()
+    (logits[:, int(t), :].float() * torch.as_tensor(np.asarray(r, dtype=np.float32))).sum().backward()
     grad = seen["emb"].grad
-    return {"grad": np.zeros(tuple(seen["emb"].shape), np.float32) if grad is None else grad.float().numpy()}
+    return {"grad": np.zeros(_shape(seen["emb"]), np.float32) if grad is None else _array(grad),
+            "logits": _array(logits)}
+
+
+CALLS = {"forward": call_forward, "parameters": call_parameters, "generate": call_generate,
+         "perplexity": call_perplexity, "gradient": call_gradient}
 
 
 @op
-def gpt_forward_no_builtins(config, weights, idx, module="gpt"):
-    """The forward pass with PyTorch's attention functions replaced by ones that raise."""
-    torch = _torch()
-    F = torch.nn.functional
-    used = []
-
-    def forbidden(name):
-        def refuse(*args, **kwargs):
-            used.append(name)
-            raise RuntimeError(f"{name} is off limits in this homework: compute attention yourself")
-        return refuse
-
-    originals = {"scaled_dot_product_attention": F.scaled_dot_product_attention,
-                 "multi_head_attention_forward": F.multi_head_attention_forward}
-    targets = [(F, n, v, f"torch.nn.functional.{n}") for n, v in originals.items()]
-    targets.append((torch._C._nn, "scaled_dot_product_attention", originals["scaled_dot_product_attention"],
-                    "torch.nn.functional.scaled_dot_product_attention"))
-    targets.append((torch.nn.MultiheadAttention, "forward", torch.nn.MultiheadAttention.forward,
-                    "torch.nn.MultiheadAttention"))
-    student = load(module)
-    for gname, value in list(vars(student).items()):  # names bound by `from ... import ...`
-        for n, original in originals.items():
-            if value is original:
-                targets.append((student, gname, value, f"torch.nn.functional.{n}"))
-    model = _model(module, config, weights)
-    try:
-        for holder, name, _, label in targets:
-            setattr(holder, name, forbidden(label))
-        with torch.no_grad():
-            logits, _ = _forward(model, idx)
-    except Exception:  # noqa: BLE001
-        if not used:
+def gpt(model, calls, module="gpt"):
+    """Build the student's GPT as ``model`` says, then make ``calls`` on it in order; one raw result
+    per call. A call with ``"catch": True`` returns what it raised ({"raised": [class names], "message"})
+    instead of failing the op."""
+    built = _build(module, model)
+    results = []
+    for request in calls:
+        request = dict(request)
+        fn, catch = CALLS[request.pop("fn")], request.pop("catch", False)
+        try:
+            results.append(dict(fn(built, module, **request), raised=None) if catch else fn(built, module, **request))
+        except StudentCodeError:
             raise
-        return {"used": sorted(set(used)), "logits": None}
-    finally:
-        for holder, name, original, _ in targets:
-            setattr(holder, name, original)
-    return {"used": sorted(set(used)), "logits": logits.float().numpy()}
+        except Exception as e:  # student code may raise anything: the parent judges it
+            if not catch:
+                raise
+            results.append({"raised": _mro(e), "message": str(e)[:500]})
+    return results
 
 
 @op
@@ -219,97 +295,35 @@ def sample(logits, temperature=1.0, top_k=None, n_draws=None, seed=0, global_see
     x = torch.tensor(np.asarray(logits, dtype=np.float32))
     if n_draws is not None:
         x = x.reshape(1, -1).repeat(int(n_draws), 1)  # (B, V), B = n_draws
-    torch.manual_seed(global_seed)  # a sampler that ignores the generator drifts with this
+    torch.manual_seed(int(global_seed))  # a sampler that ignores the generator drifts with this
     g = None if seed is None else torch.Generator().manual_seed(int(seed))
     try:
         out = fn(x, temperature=temperature, top_k=top_k, generator=g)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # student code may raise anything
         if catch:
             return {"raised": _mro(e), "message": str(e)[:500]}
         raise
-    if catch:
-        return {"raised": None}
-    return _tokens(out, "sample_next_token")
+    return dict(_tokens(out, "sample_next_token"), raised=None)
+
+
+def _training_logits(gpt, x):
+    """Every position's logits (B, T, V) for the training loss, even from a model whose forward(idx)
+    gives the last one only (that shape is test 2.2.1's business alone)."""
+    logits = _every_position(gpt, x, _forward(gpt, x)[0])
+    B, T = np.shape(x)
+    if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):
+        _fail(f"GPT.forward(idx) with idx (B, T) = {(B, T)} returned logits of shape {_shape(logits)}; the grader's "
+              f"training run needs every position's logits, (B, T, V) = {(B, T, 'V')}", "bad_output")
+    return logits
 
 
 @op
-def generate(config, weights, idx, max_new_tokens, temperature=1.0, top_k=None, seed=0, global_seed=0,
-             module="gpt"):
-    """GPT.generate(idx, ...) with a seeded generator: (B, T + max_new_tokens) ids."""
-    torch = _torch()
-    model = _model(module, config, weights)
-    torch.manual_seed(global_seed)
-    g = torch.Generator().manual_seed(int(seed))
-    out = model.generate(_long(idx), max_new_tokens, temperature=temperature, top_k=top_k, generator=g)
-    return _tokens(out, "GPT.generate")
-
-
-@op
-def perplexity(config, weights, windows, module="gpt"):
-    """The student's perplexity(model, windows) and the type it returned."""
-    torch = _torch()
-    model = _model(module, config, weights)
-    value = attribute(module, "perplexity")(model, _long(windows))
-    kind = type(value).__name__
-    if torch.is_tensor(value) and value.numel() == 1:
-        value = value.item()
-    if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
-        _fail(f"perplexity should return a float, got a {kind}", "bad_output")
-    return {"value": float(value), "type": kind}
-
-
-def _lr_at(step, steps, lr, warmup, min_lr_frac):
-    """Linear warmup, then cosine decay to min_lr_frac * lr at the last step."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (min_lr_frac + (1 - min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-@op
-def train(config, init, train_tokens, starts, val_windows, lr, warmup=0, min_lr_frac=1.0, grad_clip=None,
-          sample_rows=8, sample_tokens=100, temperature=1.0, start_id=0, seed=0, threads=2,
-          prefix_positions=(0,), module="gpt"):
-    """The trusted training loop on the student's GPT: weights ``init`` by name, AdamW on the
-    cross-entropy of the student's logits for the batches starting at ``starts`` (steps, B),
-    then the validation logits (N, T, V), those of the first 16 windows' prefixes ending at
-    ``prefix_positions`` (16, P, V), and samples drawn here from the model's logits."""
-    torch = _torch()
-    F = torch.nn.functional
-    torch.set_num_threads(int(threads))
-    model = _model(module, config, init).train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
-    data, T, V = _long(train_tokens), config["block_size"], config["vocab_size"]
-    offsets = torch.arange(T + 1)
-    losses = []
-    for step, row in enumerate(np.asarray(starts)):
-        for group in opt.param_groups:
-            group["lr"] = _lr_at(step, len(starts), lr, warmup, min_lr_frac)
-        chunk = data[_long(row)[:, None] + offsets]  # (B, T + 1)
-        logits, _ = _forward(model, chunk[:, :-1])  # (B, T, V)
-        loss = F.cross_entropy(logits.reshape(-1, V).float(), chunk[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_clip:
-            torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    windows = np.asarray(val_windows)
-    with torch.no_grad():
-        val = np.concatenate([_forward(model, windows[i:i + 64, :-1])[0].float().numpy()
-                              for i in range(0, len(windows), 64)])  # (N, T, V)
-        # the same logits from prefixes alone: a model that looks ahead gives other ones there
-        prefix = np.stack([_forward(model, windows[:16, :t + 1])[0][:, -1].float().numpy()
-                           for t in prefix_positions], axis=1)  # (16, P, V)
-        g = torch.Generator().manual_seed(int(seed))
-        idx = torch.full((sample_rows, 1), int(start_id), dtype=torch.long)
-        for _ in range(sample_tokens):
-            logits, _ = _forward(model, idx[:, -T:])
-            probs = F.softmax(logits[:, -1, :].float() / temperature, dim=-1)  # (B, V)
-            if not torch.isfinite(probs).all():
-                _fail("after training, your model's logits are not finite (NaN or inf)")
-            idx = torch.cat((idx, torch.multinomial(probs, 1, generator=g)), dim=1)
-    return {"val_logits": val, "prefix_logits": prefix, "losses": np.asarray(losses, np.float32),
-            "samples": idx[:, 1:].numpy()}
+def train(model, tokens, starts, lr, warmup=0, min_lr_frac=1.0, grad_clip=None, module="gpt"):
+    """The grader's training run on the student's GPT (training.train, one thread); returns the
+    trained weights by parameter name and the losses. The parent checks the weights itself."""
+    from .training import train as run
+    _torch()
+    built = _build(module, model)
+    losses = run(built, tokens, starts, block_size=model["config"]["block_size"], lr=lr, warmup=warmup,
+                 min_lr_frac=min_lr_frac, grad_clip=grad_clip, logits_of=_training_logits)
+    return {"weights": {n: _array(p) for n, p in _parameters(built).items()}, "losses": losses}

@@ -21,7 +21,7 @@ def _text(obj, limit=2000):
     """``str(obj)`` even when the student's ``__str__`` raises."""
     try:
         return str(obj)[:limit]
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything
         return f"<an unprintable {type(obj).__name__}>"
 
 
