@@ -2,12 +2,14 @@
 are skipped and listed; a corrupt notebook gets a clear message."""
 import ast
 import os
+import sys
+import time
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.loader import notebook
+from autograder.loader import reader
 from conftest import REFERENCE
 
 EXPERIMENTS = [  # (cell source, what the results must list as skipped)
@@ -62,13 +64,14 @@ def build_notebook(path):
 def extract_cells(tmp_path, *sources):
     path = tmp_path / "nb.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources]), str(path))
-    return notebook.extract(str(path))
+    return reader.extract(str(path), "hw11.ipynb")
 
 
 def test_magics_shell_lines_and_experiments_are_dropped_definitions_kept(tmp_path):
-    source, notes = notebook.extract(str(build_notebook(tmp_path / "hw11.ipynb")))
+    source, notes = reader.extract(str(build_notebook(tmp_path / "hw11.ipynb")), "hw11.ipynb")
     compile(source, "submission_code.py", "exec")
-    for name in ("def softmax", "def transformer_block", "class GPTConfig", "@dataclass", "class GPT(", "def perplexity"):
+    for name in ("def softmax", "def transformer_block", "class GPTConfig", "@dataclass", "class GPT(",
+                 "def perplexity"):
         assert name in source
     for dropped in ("sleep", "pip", "AdamW", "matplotlib", "plt.", "range(10**9)"):
         assert dropped not in source
@@ -93,7 +96,8 @@ def test_a_definition_needing_a_skipped_name_is_skipped_so_the_rest_still_import
 
 
 def test_dunder_all_is_ignored_so_both_parts_stay_visible(tmp_path):
-    source, notes = extract_cells(tmp_path, "__all__ = ['softmax']\ndef softmax(x):\n    return x", "class GPT:\n    pass")
+    source, notes = extract_cells(tmp_path, "__all__ = ['softmax']\ndef softmax(x):\n    return x",
+                                  "class GPT:\n    pass")
     assert "__all__" not in source and "class GPT" in source and "__all__ = ['softmax']" in notes[0]
 
 
@@ -108,7 +112,7 @@ def test_only_the_definition_runs_from_a_line_shared_with_a_sleep(tmp_path):
 def test_a_corrupt_notebook_becomes_a_clear_import_error(tmp_path, content):
     path = tmp_path / "hw11.ipynb"
     path.write_bytes(content)
-    source, notes = notebook.extract(str(path))
+    source, notes = reader.extract(str(path), "hw11.ipynb")
     with pytest.raises(ImportError, match="the notebook hw11.ipynb could not be read"):
         exec(compile(source, "submission_code.py", "exec"), {})
     assert "could not be read" in notes[0] and "File > Download" in notes[0]
@@ -135,3 +139,115 @@ def test_the_notebook_grades_to_full_marks_quickly_and_says_what_it_skipped(tmp_
     assert document["execution_time"] < 300  # the 600 s sleep and the training loop did not run
     for _, shown in EXPERIMENTS:
         assert shown in document["output"]
+
+
+# -- issue 10: parsing is untrusted work, done in a limited child, linear in the cell's size ----
+def write_raw(tmp_path, text):
+    path = tmp_path / "hw11.ipynb"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_statements_sharing_a_line_are_cut_by_their_columns(tmp_path):
+    source, notes = extract_cells(tmp_path, 's = "\u00e9t\u00e9"; print(s); T = 3  # a comment\n'
+                                            'import os; os.system("rm -rf ~")\n'
+                                            'DIM = (4,\n       8); model = None')
+    for kept in ('s = "\u00e9t\u00e9"', "T = 3", "import os", "DIM = (4,\n       8)", "model = None"):
+        assert kept in source
+    assert "print" not in source and "system" not in source and "# a comment" not in source
+    assert "`print(s)`" in notes[0]
+    compile(source, "submission_code.py", "exec")
+
+
+def test_a_600_term_sum_is_kept_and_a_6000_term_sum_skips_only_its_cell(tmp_path):
+    sum600 = "x = " + "+".join(["1"] * 600)
+    source, notes = extract_cells(tmp_path, sum600 + "; import time; time.sleep(600)",
+                                  "y = " + "+".join(["1"] * 6000) + "; time.sleep(600)", "Z = 3")
+    assert sum600 in source and "Z = 3" in source and "sleep" not in source and "y = " not in source
+    # Python 3.11 refuses to parse the cell, 3.10 (Gradescope) parses it but cannot compile the sum
+    assert "cell 2" in "\n".join(notes) and "nested too deeply" in "\n".join(notes), notes
+    namespace = {}
+    exec(compile(source, "submission_code.py", "exec"), namespace)
+    assert namespace["x"] == 600
+
+
+def test_a_cell_of_100000_statements_is_read_in_linear_time(tmp_path, monkeypatch):
+    # ~115 MB and 0.3 s to parse; quadratic extraction (body.index per statement, 5e9 comparisons,
+    # ~35 s) would pass the child's time limit (10 s here) and the cell would be skipped
+    monkeypatch.setattr(reader, "SECONDS", 20)
+    source, notes = extract_cells(tmp_path, "pass\n" * 100_000 + "A = 1; print(A)\nB = 2")
+    assert "A = 1\nB = 2" in source and "print" not in source
+    assert "`print(A)` (top-level code)" in notes[0], notes
+
+
+def test_a_cell_that_needs_too_much_memory_is_skipped_and_the_others_kept(tmp_path):
+    source, notes = extract_cells(tmp_path, "A = 1", "DATA = [" + ",".join(["1"] * 750_000) + "]", "B = 2")
+    assert "A = 1" in source and "B = 2" in source and "DATA" not in source
+    assert any("cell 2 could not be read" in n and "more memory" in n for n in notes), notes
+
+
+def test_a_cell_over_the_size_limit_is_not_parsed(tmp_path):
+    source, notes = extract_cells(tmp_path, "A = 1", "DATA = [" + ",".join(["1"] * 1_150_000) + "]")
+    assert "A = 1" in source and "DATA" not in source
+    assert any("cell 2 holds 2.2 MB of code, over the 2 MB limit" in n for n in notes), notes
+
+
+def test_metadata_and_outputs_are_skipped_without_being_built(tmp_path):
+    junk = "[" + "{}," * 2_000_000 + "{}]"
+    path = write_raw(tmp_path, '{"cells": [{"cell_type": "code", "metadata": {"junk": ' + junk + '}, "outputs": '
+                     + junk + ', "source": ["A = 1\\n", "B = 2"]}], "metadata": {"x": ' + junk + '}, "nbformat": 4}')
+    source, notes = reader.extract(path, "hw11.ipynb")
+    assert "A = 1\nB = 2" in source and not notes
+
+
+def test_an_nbformat_3_notebook_is_read(tmp_path):
+    path = write_raw(tmp_path, '{"nbformat": 3, "worksheets": [{"cells": [{"cell_type": "heading", "source": "x"}, '
+                               '{"cell_type": "code", "input": ["A = 1\\n", "import time; time.sleep(9)"]}]}]}')
+    source, notes = reader.extract(path, "hw11.ipynb")
+    assert "A = 1" in source and "import time" in source and "sleep" not in source
+
+
+def test_a_lone_surrogate_in_a_cell_is_replaced_and_said(tmp_path):
+    path = write_raw(tmp_path, '{"cells": [{"cell_type": "code", "source": "S = \\"\\ud800\\"\\nT = 1"}]}')
+    source, notes = reader.extract(path, "hw11.ipynb")
+    source.encode("utf-8")  # strict
+    assert "T = 1" in source and any("lone surrogates" in n for n in notes), notes
+
+
+FAKE_CHILD = """import json, os, signal, sys
+skip = sys.argv[3:]
+print(">1"); print(">3", flush=True)
+if "3" not in skip:
+    os.kill(os.getpid(), signal.SIGSEGV)
+print("=" + json.dumps({"source": "A = 1\\n", "notes": ["skipped " + ",".join(skip)]}))
+"""
+
+
+def test_a_crash_in_a_cell_skips_that_cell_and_reads_the_notebook_again(tmp_path):
+    (tmp_path / "child.py").write_text(FAKE_CHILD)
+    path = write_raw(tmp_path, "{}")
+    source, notes = reader.extract(path, "hw11.ipynb", command=[sys.executable, str(tmp_path / "child.py")])
+    assert source == "A = 1\n"
+    assert "cell 3 could not be read within the grader's limits" in notes[0] and "SIGSEGV" in notes[0]
+    assert notes[1] == "skipped 3"
+
+
+def test_a_reader_that_never_ends_is_stopped_and_the_notebook_called_unreadable(tmp_path, monkeypatch):
+    (tmp_path / "child.py").write_text("import time\nprint('>2', flush=True)\ntime.sleep(600)\n")
+    monkeypatch.setattr(reader, "SECONDS", 2)
+    path = write_raw(tmp_path, "{}")
+    start = time.monotonic()
+    source, notes = reader.extract(path, "hw11.ipynb", command=[sys.executable, str(tmp_path / "child.py")])
+    assert time.monotonic() - start < 30
+    assert "cell 2 could not be read" in notes[0] and "longer than the grader allows" in notes[0]
+    assert "the notebook hw11.ipynb could not be read" in notes[-1] and "problem of the notebook" in notes[-1]
+    with pytest.raises(ImportError, match="could not be read"):
+        exec(compile(source, "submission_code.py", "exec"), {})
+
+
+def test_future_imports_go_first_and_an_unknown_feature_is_skipped_not_fatal(tmp_path):
+    source, notes = extract_cells(tmp_path, "X = 1\nfrom __future__ import annotations",
+                                  "from __future__ import braces\nY = 2", "from __future__ import annotations")
+    assert source.startswith("from __future__ import annotations\n") and source.count("__future__") == 1
+    assert "X = 1" in source and "Y = 2" in source and "no such __future__ feature: braces" in notes[0]
+    compile(source, "submission_code.py", "exec")

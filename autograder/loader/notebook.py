@@ -4,31 +4,52 @@ Kept, in notebook order: imports, function and class definitions (decorators inc
 ``@dataclass`` classes work), and assignments of constants (no calls). Skipped, and
 reported: ``%%`` cell magics (the whole cell), ``%`` magics and ``!`` shell lines, every other
 top-level statement (training runs, plots, prints, sleeps), imports of the notebook's own
-``attention``/``gpt`` modules, plotting imports (matplotlib...), and definitions that need a name only skipped code defines
-(they would fail on import). Nothing is executed here: the result is Python source that the
-sandbox imports. A notebook that cannot be read becomes source that raises a clear
-ImportError, so every test says why.
+``attention``/``gpt`` modules, plotting imports (matplotlib...), and definitions that need a
+name only skipped code defines (they would fail on import). Nothing is executed here: the
+result is Python source that the sandbox imports.
+
+This module runs in the loader's limited child (``child.py``; standard library only, no
+package imports), never in the grader: parsing a student's code can exhaust memory or
+recurse. Work is linear in the cell's size: a kept statement's text is its source segment
+(line and column offsets, so ``x = 1; time.sleep(600)`` keeps only ``x = 1``), never
+``ast.unparse``. A cell that is too big, nests too deeply or does not compile is skipped with
+a note; the other cells are still used.
 """
+import __future__
+
 import ast
 import builtins
-import os
 import re
-
-import nbformat
 
 # %magic, !shell, `x = !cmd`, `x = %magic`, `obj?` (IPython help)
 MAGIC_LINE = re.compile(r"^\s*([%!]|[\w.]+\s*=\s*[%!]|\?*[\w.]+\?{1,2}\s*$)")
+LAZY = re.compile(r"^from __future__ import [^\n]*annotations", re.M)
 OWN_MODULES = {"attention", "gpt", "submission_code"}
 DISPLAY_ONLY = {"matplotlib", "seaborn", "plotly", "IPython", "ipywidgets"}  # slow to import, never graded
 _SIMPLE = (ast.Constant, ast.Name, ast.Attribute, ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Starred,
            ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Subscript, ast.Slice,
            ast.JoinedStr, ast.FormattedValue, ast.Lambda, ast.arguments, ast.arg,
            ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try) + ((ast.Match, ast.TryStar) if hasattr(ast, "TryStar") else
+                                                  (ast.Match,) if hasattr(ast, "Match") else ())
 MAX_LISTED = 25
+MAX_CELL_CHARS = 2 * 2**20        # a cell's code, as for a .py file; bigger cells are not parsed
+MAX_STATEMENT_CHARS = 256 * 2**10  # one kept definition
+MAX_SOURCE_CHARS = 2 * 2**20      # all kept definitions (the staged file), as for a .py file
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff`]")
+
+
+def _visible(ch):
+    code = ord(ch.group())
+    return "'" if ch.group() == "`" else f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def _short(text):
-    line = text.strip().splitlines()[0].strip() if text.strip() else ""
+    """The statement's first line, at most 60 characters, with control characters escaped (it is
+    shown between backticks on one line of the results)."""
+    line = text.lstrip()[:200].split("\n", 1)[0].strip()
+    line = _UNSAFE.sub(_visible, line)
     return line if len(line) <= 60 else line[:57] + "..."
 
 
@@ -101,12 +122,13 @@ def _eager(node, lazy_annotations):
 
 
 def _cell_code(index, text, skipped):
-    """The cell's source with magic and shell lines blanked (only when it does not parse as is)."""
+    """(tree, text): the cell parsed, with magic and shell lines blanked when it does not parse
+    as is. Raises SyntaxError, ValueError (NUL), MemoryError or RecursionError."""
     try:
         return ast.parse(text), text
     except SyntaxError:
         pass
-    lines = text.splitlines()
+    lines = text.split("\n")
     for i, line in enumerate(lines):
         if MAGIC_LINE.match(line):
             shell = re.match(r"\s*([\w.]+\s*=\s*)?!", line)
@@ -117,89 +139,178 @@ def _cell_code(index, text, skipped):
     return ast.parse(text), text
 
 
-def _text_of(node, body, lines):
-    """The statement's own lines (comments kept) unless it shares a line with another one."""
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    k = body.index(node)
-    alone = (k == 0 or body[k - 1].end_lineno < first) and (k == len(body) - 1 or body[k + 1].lineno > node.end_lineno)
-    return "\n".join(lines[first - 1:node.end_lineno]) if alone else ast.unparse(node)
+class _Segments:
+    """Statement texts by line and column offsets (columns are UTF-8 byte offsets)."""
+
+    def __init__(self, text):
+        self.data = text.encode("utf-8")
+        self.starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+
+    def lines(self, first, last):
+        end = self.starts[last] - 1 if last < len(self.starts) else len(self.data)
+        return self.data[self.starts[first - 1]:end].decode("utf-8")
+
+    def span(self, node):
+        return self.data[self.starts[node.lineno - 1] + node.col_offset:
+                         self.starts[node.end_lineno - 1] + node.end_col_offset].decode("utf-8")
 
 
-def unreadable(path, error):
-    """Source that raises a clear ImportError, and the note saying why."""
-    name = os.path.basename(path)
-    if isinstance(error, nbformat.reader.NotJSONError) or isinstance(error, UnicodeDecodeError):
-        why = "it is not valid JSON (was the file cut off, or renamed from another format?)"
-    else:
-        why = f"it is not a valid Jupyter notebook ({type(error).__name__}: {str(error).strip()[:200]})"
-    message = (f"the notebook {name} could not be read: {why}. In Jupyter, use File > Download (.ipynb) "
-               "and submit that file, or submit attention.py and gpt.py instead.")
-    return f"raise ImportError({message!r})\n", [message]
-
-
-def extract(path):
-    """(python source of the notebook's definitions, notes on what was skipped)."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-        cells = [(i, c.get("cell_type"), c.get("source", "")) for i, c in enumerate(nb["cells"], start=1)]
-    except Exception as e:  # noqa: BLE001 - any corrupt file is the student's, and gets a message
-        return unreadable(path, e)
-    defined = set(dir(builtins)) | {"__name__", "__file__", "__doc__"}
-    futures, kept, skipped, notes = [], [], [], []
-    star = False  # after `from x import *` any name may exist: stop checking
-    sources = [src if isinstance(src, str) else "".join(src) for _, kind, src in cells if kind == "code"]
-    lazy = any(re.search(r"^from __future__ import .*annotations", s, re.M) for s in sources)
-    for index, kind, source in cells:
-        source = source if isinstance(source, str) else "".join(source)
-        if kind != "code" or not source.strip():
+def _statements(tree, text):
+    """(node, text) of each top-level statement. A statement alone on its lines keeps its whole
+    lines (comments too); one sharing a line with another is cut out by its columns."""
+    segments, body = _Segments(text), tree.body
+    for k, node in enumerate(body):
+        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            yield node, None  # docstrings and bare strings do nothing
             continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        alone = isinstance(node, _COMPOUND) or (
+            (k == 0 or body[k - 1].end_lineno < first) and (k == len(body) - 1 or body[k + 1].lineno > node.end_lineno))
+        yield node, segments.lines(first, node.end_lineno) if alone else segments.span(node)
+
+
+class _Extraction:
+    def __init__(self, lazy):
+        self.lazy = lazy
+        self.defined = set(dir(builtins)) | {"__name__", "__file__", "__doc__"}
+        self.futures, self.kept, self.skipped, self.notes = {}, [], [], []
+        self.star = False  # after `from x import *` any name may exist: stop checking
+        self.size = 0
+
+    def cell(self, index, source):
+        """Add the definitions of code cell ``index`` (its source text)."""
+        if not source.strip():
+            return
         if source.lstrip().startswith("%%"):
-            skipped.append((index, source, "cell magic, whole cell"))
-            continue
+            self.skipped.append((index, source, "cell magic, whole cell"))
+            return
+        if len(source) > MAX_CELL_CHARS:
+            self.notes.append(f"cell {index} holds {len(source) / 2**20:.1f} MB of code, over the "
+                              f"{MAX_CELL_CHARS // 2**20} MB limit for one cell; the whole cell was skipped. Keep data "
+                              "and generated code out of the notebook")
+            return
+        source = source.replace("\r\n", "\n").replace("\r", "\n")
+        if not source.isascii():
+            fixed = source.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (JSON "\ud800")
+            if fixed != source:
+                self.notes.append(f"cell {index} holds characters that are not valid text (lone surrogates); "
+                                  "they were replaced by '?'")
+                source = fixed
+        skipped = []
         try:
             tree, source = _cell_code(index, source, skipped)
         except SyntaxError as e:
-            notes.append(f"cell {index} has a syntax error (line {e.lineno}: {e.msg}); the whole cell was skipped")
+            self.skipped += skipped
+            msg = _UNSAFE.sub(_visible, str(e.msg))[:200]
+            self.notes.append(f"cell {index} has a syntax error (line {e.lineno}: {msg}); the whole cell was skipped")
+            return
+        except ValueError as e:  # NUL characters
+            self.notes.append(f"cell {index} cannot be parsed ({_UNSAFE.sub(_visible, str(e))[:200]}); "
+                              "the whole cell was skipped")
+            return
+        for node, text in _statements(tree, source):
+            if text is not None:
+                self._statement(index, node, text, skipped)
+        self.skipped += skipped
+
+    def _statement(self, index, node, text, skipped):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            names = [a.name for a in node.names]  # moved to the top; one unknown would fail the whole file
+            unknown = [n for n in names if n not in __future__.all_feature_names]
+            if unknown:
+                skipped.append((index, text, f"no such __future__ feature: {', '.join(unknown)}"))
+            else:
+                self.futures.update(dict.fromkeys(names))
+            return
+        own = {a.name.split(".")[0] for a in node.names} if isinstance(node, ast.Import) else \
+            {(node.module or "").split(".")[0]} if isinstance(node, ast.ImportFrom) else set()
+        try:
+            why = self._why_skipped(node, own, text)
+        except RecursionError:  # compile() of a deeply nested expression
+            why = "nested too deeply to compile"
+        except MemoryError:
+            why = "needs more memory to compile than the grader allows"
+        if why:
+            skipped.append((index, text, why))
+            return
+        self.kept.append((index, text))
+        self.size += len(text)
+        self.defined |= _bound(node)
+        self.star = self.star or "*" in _bound(node)
+
+    def _why_skipped(self, node, own, text):
+        if own & OWN_MODULES:
+            return "import of the notebook's own module; its definitions are used"
+        if own & DISPLAY_ONLY:
+            return "plotting/display import, not needed for grading"
+        if "__all__" in (_bound(node) if isinstance(node, (ast.Assign, ast.AnnAssign)) else ()):
+            return "__all__ would hide names: both parts come from this one notebook"
+        if not _is_definition(node):
+            return "top-level code"
+        missing = set() if self.star else _eager(node, self.lazy) - self.defined
+        if missing:
+            return f"needs {', '.join(sorted(missing))}, which no kept definition above it defines"
+        if len(text) > MAX_STATEMENT_CHARS:
+            return f"{len(text) / 2**10:.0f} KB, over the {MAX_STATEMENT_CHARS // 2**10} KB limit for one definition"
+        if self.size + len(text) > MAX_SOURCE_CHARS:
+            return f"the definitions kept reach the {MAX_SOURCE_CHARS // 2**20} MB limit of a .py file"
+        try:  # what the sandbox will compile: a definition that cannot would fail the whole import
+            compile(ast.Module(body=[node], type_ignores=[]), "<cell>", "exec", dont_inherit=True)
+        except SyntaxError as e:
+            return f"does not compile: {_UNSAFE.sub(_visible, str(e.msg))[:200]}"
+        return None
+
+    def result(self):
+        notes = list(self.notes)
+        if self.skipped:
+            groups = []  # consecutive statements of one cell skipped for one reason: one line
+            for i, text, why in self.skipped:
+                if groups and groups[-1][0] == i and groups[-1][2] == why:
+                    groups[-1][3] += 1
+                else:
+                    groups.append([i, text, why, 0])
+            listed = [f"  cell {i}: `{_short(text)}`{f' and {n} more statement' + 's' * (n > 1) if n else ''} ({why})"
+                      for i, text, why, n in groups[:MAX_LISTED]]
+            more = [f"  ... and {len(groups) - MAX_LISTED} more"] if len(groups) > MAX_LISTED else []
+            notes.append("from the notebook only definitions are graded; not executed:\n" + "\n".join(listed + more))
+        body, last = [], None
+        for index, text in self.kept:
+            body += [f"\n# ---- notebook cell {index} ----"] if index != last else []
+            body.append(text)
+            last = index
+        futures = f"from __future__ import {', '.join(self.futures)}\n" if self.futures else ""
+        return futures + "\n".join(body) + "\n", notes
+
+
+def _text(source):
+    """(text, None) or (None, why): ``source`` is the text or a callable that decodes it."""
+    try:
+        return (source() if callable(source) else source), None
+    except (ValueError, MemoryError, RecursionError) as e:
+        return None, "its source is not text" if isinstance(e, ValueError) else "its source is too big to decode"
+
+
+def definitions(cells, on_cell=None):
+    """(python source of the definitions, notes on what was skipped) of ``cells``: a list of
+    (cell number, source), the source a str or a callable returning it. ``on_cell(number)`` is
+    called before each cell is parsed. A cell whose parse runs out of memory or recursion is
+    skipped with a note; the other cells are still used."""
+    lazy = any(LAZY.search(text or "") for text, _ in (_text(source) for _, source in cells))
+    work = _Extraction(lazy)
+    for index, source in cells:
+        if on_cell:
+            on_cell(index)
+        text, problem = _text(source)
+        if problem:
+            work.notes.append(f"cell {index} could not be read ({problem}); the whole cell was skipped")
             continue
-        lines = source.splitlines()
-        for node in tree.body:
-            text = _text_of(node, tree.body, lines)
-            if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-                continue  # docstrings and bare strings do nothing
-            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-                futures += [text] if text not in futures else []
-                continue
-            own = {a.name.split(".")[0] for a in node.names} if isinstance(node, ast.Import) else \
-                {(node.module or "").split(".")[0]} if isinstance(node, ast.ImportFrom) else set()
-            if own & OWN_MODULES:
-                skipped.append((index, text, "import of the notebook's own module; its definitions are used"))
-            elif own & DISPLAY_ONLY:
-                skipped.append((index, text, "plotting/display import, not needed for grading"))
-            elif "__all__" in (_bound(node) if isinstance(node, (ast.Assign, ast.AnnAssign)) else ()):
-                skipped.append((index, text, "__all__ would hide names: both parts come from this one notebook"))
-            elif not _is_definition(node):
-                skipped.append((index, text, "top-level code"))
-            elif not star and _eager(node, lazy) - defined:
-                names = ", ".join(sorted(_eager(node, lazy) - defined))
-                skipped.append((index, text, f"needs {names}, which no kept definition above it defines"))
-            else:
-                kept.append((index, text))
-                defined |= _bound(node)
-                star = star or "*" in _bound(node)
-    if skipped:
-        groups = []  # consecutive statements of one cell skipped for one reason: one line
-        for i, text, why in skipped:
-            if groups and groups[-1][0] == i and groups[-1][2] == why:
-                groups[-1][3] += 1
-            else:
-                groups.append([i, text, why, 0])
-        listed = [f"  cell {i}: `{_short(text)}`{f' and {n} more statement' + 's' * (n > 1) if n else ''} ({why})"
-                  for i, text, why, n in groups[:MAX_LISTED]]
-        more = [f"  ... and {len(groups) - MAX_LISTED} more"] if len(groups) > MAX_LISTED else []
-        notes.append("from the notebook only definitions are graded; not executed:\n" + "\n".join(listed + more))
-    body, last = [], None
-    for index, text in kept:
-        body += [f"\n# ---- notebook cell {index} ----"] if index != last else []
-        body.append(text)
-        last = index
-    return "".join(f + "\n" for f in futures) + "\n".join(body) + "\n", notes
+        try:
+            work.cell(index, text)
+        except MemoryError:
+            work.notes.append(f"cell {index} could not be read: parsing it needs more memory than the grader allows; "
+                              "the whole cell was skipped. Keep data and generated code out of the notebook")
+        except RecursionError:
+            work.notes.append(f"cell {index} could not be read: its code is nested too deeply to parse; "
+                              "the whole cell was skipped")
+        text = None
+    return work.result()
