@@ -1,35 +1,42 @@
 """Regrade a Gradescope export: ``python -m autograder regrade EXPORT [--out DIR] [--jobs N] [--select TAGS]``.
 
-Every folder of EXPORT (``submission_123456/`` ...; files such as ``submission_metadata.yml``
-are ignored) is graded by its own ``python -m autograder grade`` process, N at a time, into
-``DIR/<submission>/results.json`` (its printed output in ``grade.log`` beside it). One
-submission that crashes or hangs the grader becomes a row with an error; the others go on.
-``DIR/summary.csv`` has a row per submission: submission, total, part-a, part-b, one column
-per test, then error.
+EXPORT is the export's ``.zip``, the unzipped folder, or a folder above it (``results/export.py``
+finds the folder holding ``submission_metadata.yml`` and one folder per submission). Every
+submission folder is graded by its own ``python -m autograder grade`` process, N at a time,
+into ``DIR/<submission>/results.json`` (its printed output in ``grade.log`` beside it). One
+submission that crashes or hangs the grader becomes a row with a note; the others go on.
+``DIR/summary.csv`` (``results/regrade_csv.py``): submission, names, sids, emails, total,
+part-a, part-b, one column per test, notes.
+
+Students are kept apart: while grading, the export folder and DIR are closed to other users
+(mode 0700, restored after; a zip is unzipped into a private folder), and each grade gets its
+submission and results paths in its environment (AUTOGRADER_SUBMISSION, AUTOGRADER_OUT), never
+on a command line, which any user can read in /proc.
 
 As root, each grade claims a sandbox uid of its own (a grade kills every process of its uid
 when it ends); with AUTOGRADER_SANDBOX_USER set, all would share it, so grades run one at a time.
 """
-import csv
-import json
+import contextlib
 import os
 import queue
-import signal
-import subprocess
+import stat
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import launch
+from .results import export as gradescope_export
+from .results import regrade_csv
+from .results.clean import one_line
 from .sandbox import limits
 
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("part-a", "part-b")
+SUBMISSION_ENV, OUT_ENV = launch.SUBMISSION_ENV, launch.OUT_ENV
 
 
 def submissions(export):
-    """The submission folders of an export, sorted by name."""
-    return sorted(e.name for e in os.scandir(export) if e.is_dir() and not e.name.startswith((".", "__")))
+    """The submission folders of an export folder, sorted by name."""
+    return gradescope_export.subfolders(export)
 
 
 def sandbox_users():
@@ -39,50 +46,46 @@ def sandbox_users():
     return None  # each grade claims its own uid (or is not root)
 
 
-def _stop(proc, user):
-    """End a grade that ran over its time: SIGTERM lets it clean up, SIGKILL after 10 s."""
-    proc.send_signal(signal.SIGTERM)
+@contextlib.contextmanager
+def closed_to_others(folder):
+    """Mode 0700 on ``folder`` while the block runs (its mode restored after): no other user,
+    the sandbox users included, can list it or reach anything inside."""
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if user is not None:  # whatever its student code left running
-        limits.kill_all(limits.resolve_user(user))
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+        if mode & 0o077:
+            os.chmod(folder, mode & 0o700)
+    except OSError as e:
+        print(f"regrade: could not close {folder} to other users ({e}); student code may be able to read "
+              "other submissions", file=sys.stderr)
+        yield
+        return
+    try:
+        yield
+    finally:
+        if mode & 0o077:
+            with contextlib.suppress(OSError):
+                os.chmod(folder, mode)
 
 
 def grade_one(folder, out_dir, select, timeout, users):
     """Grade one submission in its own process; returns (results document or None, error or "")."""
     os.makedirs(out_dir, exist_ok=True)
-    results = os.path.join(out_dir, "results.json")
-    if os.path.exists(results):
-        os.unlink(results)
-    cmd = [sys.executable, "-m", "autograder", "grade", folder, "--out", results, "--quiet"]
-    cmd += ["--select", select] if select else []
     user = users.get() if users is not None else None
     env = dict(os.environ, **({"AUTOGRADER_SANDBOX_USER": user} if user else {}))
-    error = ""
     try:
         with open(os.path.join(out_dir, "grade.log"), "w") as log:
-            proc = subprocess.Popen(cmd, cwd=PACKAGE_PARENT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL)
-            try:
-                code = proc.wait(timeout=timeout)
-                error = f"the grader exited with code {code} (see grade.log)" if code else ""
-            except subprocess.TimeoutExpired:
-                _stop(proc, user)
-                error = f"the grade took longer than {timeout:g} s and was stopped"
+            graded = launch.grade_in_process(folder, os.path.join(out_dir, "results.json"), select=select or None,
+                                             env=env, timeout=timeout, log=log)
     finally:
+        if user is not None:  # whatever its student code left running
+            limits.kill_all(limits.resolve_user(user))
         if users is not None:
             users.put(user)
-    try:
-        with open(results) as f:
-            document = json.load(f)
-    except (OSError, ValueError) as e:
-        return None, error or f"no readable results.json ({type(e).__name__})"
-    if not error and any("grader" in t.get("tags", []) for t in document.get("tests", [])):
-        error = "the grader failed on this submission (see results.json)"
-    return document, error
+    error = f"timed out after {timeout:g} s (the grade was stopped)" if graded.timed_out else (
+        f"the grader exited with code {graded.returncode} (see grade.log)" if graded.returncode else "")
+    if graded.document is None:
+        return None, "; ".join(p for p in (error, graded.error) if p)
+    return graded.document, error or regrade_csv.grade_error(graded.document)
 
 
 class Progress:
@@ -104,32 +107,20 @@ class Progress:
             if self.tty:
                 self.stream.write(f"\r{line}" + ("\n" if self.done == self.total else ""))
             else:
-                self.stream.write(f"{line}  {name}{': ' + error if error else ''}\n")
+                self.stream.write(f"{line}  {one_line(name)}{': ' + one_line(error) if error else ''}\n")
             self.stream.flush()
 
 
-def summary_rows(graded):
-    """(header, rows) of the CSV from {submission: (document, error)}."""
-    tests = {}
-    for document, _ in graded.values():
-        for t in (document or {}).get("tests", []):
-            if "grader" not in t.get("tags", []):
-                tests.setdefault(t["name"], tuple(int(p) if p.isdigit() else 10**6 for p in t.get("number", "").split(".")))
-    names = sorted(tests, key=lambda n: (tests[n], n))
-    rows = []
-    for name, (document, error) in sorted(graded.items()):
-        by_name = {t["name"]: t for t in (document or {}).get("tests", [])}
-        parts = [sum(t["score"] for t in by_name.values() if t.get("tags", [None])[0] == p) for p in PARTS]
-        total = document.get("score", sum(parts)) if document else ""
-        rows.append([name, total] + (parts if document else ["", ""])
-                    + [by_name[n]["score"] if n in by_name else "" for n in names] + [error])
-    return ["submission", "total", *PARTS, *names, "error"], rows
+def summary_rows(graded, export=None):
+    """(header, rows) of the CSV from {submission: (document, error)} and the Export."""
+    if export is None:
+        return regrade_csv.rows(graded)
+    return regrade_csv.rows(graded, export.people, has_metadata=export.has_metadata,
+                            without_folder=export.without_folder)
 
 
-def regrade(export, out, jobs=None, select="", timeout=900.0):
-    """Grade every submission of ``export`` into ``out``; returns {submission: (document, error)}."""
-    export, out = os.path.abspath(export), os.path.abspath(out)
-    names = submissions(export)
+def _grade_all(export, out, jobs, select, timeout):
+    names = export.submissions
     pool = sandbox_users()
     jobs = max(1, jobs or os.cpu_count() or 1)
     users = None
@@ -141,20 +132,37 @@ def regrade(export, out, jobs=None, select="", timeout=900.0):
         users = queue.Queue()
         for u in pool[:jobs]:
             users.put(u)
-    print(f"regrading {len(names)} submissions from {export}, {jobs} at a time", file=sys.stderr)
+    print(f"regrading {len(names)} submissions from {one_line(export.described)}, {jobs} at a time",
+          file=sys.stderr)
     progress, graded = Progress(len(names)), {}
 
     def work(name):
         try:
-            graded[name] = grade_one(os.path.join(export, name), os.path.join(out, name), select, timeout, users)
+            graded[name] = grade_one(os.path.join(export.folder, name), os.path.join(out, name), select, timeout,
+                                     users)
         except Exception as e:  # noqa: BLE001 - one broken submission never stops the others
             graded[name] = (None, f"regrade failed: {type(e).__name__}: {e}")
         progress.update(name, graded[name][1])
 
-    os.makedirs(out, exist_ok=True)
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         list(ex.map(work, names))
-    header, rows = summary_rows(graded)
-    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
-        csv.writer(f).writerows([header] + rows)
+    return graded
+
+
+def regrade(export, out, jobs=None, select="", timeout=900.0):
+    """Grade every submission of ``export`` (a .zip, the export folder or a folder above it) into
+    ``out``; returns {submission: (document or None, error)}. Raises results.export.ExportError
+    when ``export`` is not a Gradescope export."""
+    out = os.path.abspath(out)
+    found = gradescope_export.open_export(export)
+    try:
+        for warning in found.warnings:
+            print(f"regrade: {one_line(warning)}", file=sys.stderr)
+        os.makedirs(out, mode=0o700, exist_ok=True)
+        with closed_to_others(found.folder), closed_to_others(out):
+            graded = _grade_all(found, out, jobs, select, timeout)
+            header, rows = summary_rows(graded, found)
+            regrade_csv.write(os.path.join(out, "summary.csv"), header, rows)
+    finally:
+        found.close()
     return graded
