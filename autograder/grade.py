@@ -1,9 +1,9 @@
 """One grade, end to end: load -> sandbox -> checks -> results.json.
 
-A fallback results file is written before anything else and replaced atomically at the end,
-after every process of the student's code is dead, so a valid file exists whatever happens,
-and only this (trusted) process writes it. As root, the grader's files are first made
-unreadable to the sandbox user (``limits.protect_grader_files``; docs/THREAT_MODEL.md).
+The results file is reserved first (a valid fallback document holding the space the final one
+needs) and filled in at the end, after every process of the student's code is dead, so a valid
+file exists whatever happens, and only this (trusted) process writes it. As root, the grader's
+files are first made unreadable to the sandbox user (``limits.protect_grader_files``).
 """
 import io
 import os
@@ -17,9 +17,10 @@ import unittest
 from gradescope_utils.autograder_utils.json_test_runner import JSONTestResult, JSONTestRunner
 
 from . import loader
-from .checks import GradingContext, collect, test_metadata
-from .results import crash_document, from_runner_json, to_gradescope_dict, write_atomic, write_fallback
-from .sandbox import limits
+from .checks import Session, collect, metadata
+from .checks.session import PRELOAD
+from .results import TestResult, crash_document, from_runner_json, reserve, summary, to_gradescope_dict, write_reserved
+from .sandbox import limits, preflight
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 GRADER_FAULT = "The grader failed on this test; this is not your fault, please tell your instructor.\n"
@@ -38,57 +39,57 @@ class _Runner(JSONTestRunner):
     resultclass = _Result
 
 
-def _summary(results, submission):
-    lines = []
-    for module, where in submission.found.items():
-        lines.append(f"{module}.py: " + (f"graded from {where}" if where else "not found"))
-    lines += [f"note: {n}" for n in submission.notes]
-    for part in ("part-a", "part-b"):
-        rs = [r for r in results if r.tags and r.tags[0] == part]
-        if rs:
-            lines.append(f"{part}: {sum(r.score for r in rs):g} / {sum(r.max_score for r in rs):g} points "
-                         "")
-    return "\n".join(lines)
+def _staff_entries(session):
+    """Hidden, 0-point entries for what only staff should read (never shown to students)."""
+    notes = list(session.staff)
+    for part, isolation in sorted(session.isolation.items()):
+        network = (isolation or {}).get("network") if isinstance(isolation, dict) else None
+        if network == "open":
+            notes.append(f"{part}: the sandbox could cut the network neither with a namespace nor with seccomp, "
+                         "so student code could reach the network (and send its inputs out)")
+    if not notes:
+        return []
+    part = "part-b" if any("leaderboard" in n for n in notes) else "part-a"
+    return [TestResult(name="Staff only: integrity notes", max_score=0.0, number="0.9", tags=[part, "staff"],
+                       visibility="hidden", output="\n".join(notes))]
 
 
-def grade(submission_path, out_path, select=None, *, time_budget=420.0, sandbox_options=None):
-    """Grade ``submission_path`` and write Gradescope's results.json to ``out_path``; returns it."""
-    start = time.monotonic()
-    write_fallback(out_path)
+def grade(submission_path, out_path, select=None, *, time_budget=420.0, sandbox_options=None, started=None,
+          sandbox=None):
+    """Grade ``submission_path`` and write Gradescope's results.json to ``out_path``; returns it.
+    The time budget counts from ``started`` (a ``time.monotonic()`` value: the command line passes
+    when its process started, so loading counts too), by default from this call. ``sandbox``: the
+    class student code runs in (``make bench`` measures isolation against an in-process one)."""
+    began = time.monotonic()
+    slot = reserve(out_path)
     try:
         limits.protect_grader_files(PACKAGE_DIR, out_path)
     except OSError as e:  # e.g. a read-only file system: grade anyway, say so to staff
         print(f"autograder: could not protect the grader's files from the sandbox user: {e}", file=sys.stderr)
     staging = tempfile.mkdtemp(prefix="ag-staged-")
-    ctx = None
+    session = None
     try:
+        preflight(preload=PRELOAD["part-b"])  # the sandbox user can run this Python: else one clear crash, up front
         submission = loader.load(submission_path, os.path.join(staging, "submission"))
-        ctx = GradingContext(submission, time_budget=time_budget, sandbox_options=sandbox_options)
+        session = Session(submission, deadline=(started or began) + time_budget, sandbox_options=sandbox_options,
+                          sandbox=sandbox)
         tests = collect(select)
-        expected = {test_metadata(t)["name"]: test_metadata(t) for t in tests}
+        expected = {m["name"]: m for m in map(metadata, tests) if m}
         for t in tests:
-            t.ctx = ctx
+            t.session = session
         captured = {}
         runner = _Runner(stream=io.StringIO(), buffer=True, post_processor=captured.update, failure_prefix="")
-        runner.run(unittest.TestSuite(tests))
-        ctx.close()
-        results = from_runner_json(captured, expected)
-        document = to_gradescope_dict(results, execution_time=time.monotonic() - start,
-                                      output=_summary(results, submission), leaderboard=ctx.leaderboard)
+        try:
+            runner.run(unittest.TestSuite(tests))
+        finally:
+            session.close()  # every process of the student's code dead before any verdict is written
+        results = from_runner_json(captured, expected) + _staff_entries(session)
+        board = [e for e in captured.get("leaderboard", []) if e.get("value") is not None]
+        document = to_gradescope_dict(results, execution_time=time.monotonic() - began, leaderboard=board,
+                                      output=summary(results, submission.found, submission.notes))
     except Exception:  # noqa: BLE001 - the grader's own crash still yields a valid file
-        document = crash_document(traceback.format_exc(), execution_time=time.monotonic() - start)
+        document = crash_document(traceback.format_exc(), execution_time=time.monotonic() - began)
     finally:
-        if ctx is not None:
-            ctx.close()
         shutil.rmtree(staging, ignore_errors=True)
-    _write_results(out_path, document)
+    write_reserved(slot, document)  # every sandbox process is dead by now, so nothing can race it
     return document
-
-
-def _write_results(out_path, document):
-    """The final, atomic write; every sandbox process is dead by now, so nothing can race it."""
-    try:
-        write_atomic(out_path, document)
-    except IsADirectoryError:  # a folder planted where results go (a world-writable out folder)
-        shutil.rmtree(out_path, ignore_errors=True)
-        write_atomic(out_path, document)

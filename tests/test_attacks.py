@@ -11,8 +11,8 @@ import tempfile
 import time
 
 import pytest
-from attacks import kit
 
+from attacks import kit
 from autograder.grade import grade
 from autograder.sandbox import limits
 
@@ -193,3 +193,73 @@ def test_an_attack_in_one_part_leaves_the_other_part_graded(workdir, honest_a, h
     time.sleep(1)
     with open(path) as f:
         assert json.load(f) == document
+
+
+# ---- forged verdicts: only raw outputs the parent re-checks count (docs/THREAT_MODEL.md) -------------
+def _attack_text(name):
+    with open(os.path.join(kit.HERE, f"{name}.py"), encoding="utf-8") as f:
+        return f.read()
+
+
+@as_root
+def test_a_gpt_with_no_model_that_forges_every_op_scores_zero_on_part_b(workdir):
+    sub = kit.submission(os.path.join(workdir, "forge-ops"), gpt=_attack_text("forge_op_table"))
+    document, _, proc = kit.grade_cli(sub, os.path.join(workdir, "forge-ops.json"), "part-b")
+    assert proc.returncode == 0 and kit.valid(document)
+    part_b = [t for t in document["tests"] if t["tags"][0] == "part-b"]
+    assert len(part_b) > 20 and sum(t["score"] for t in part_b) == 0, \
+        [(t["number"], t["score"], t["output"][:200]) for t in part_b if t["score"]]
+    assert document["leaderboard"] == []
+
+
+@as_root
+def test_forging_the_training_run_and_the_sampler_scores_no_more_than_the_same_model_honestly(workdir):
+    honest_text = kit.source("gpt", wrong=False) + "\n\nFORGE = False\n" + _attack_text("forge_training")
+    forged_text = kit.source("gpt", wrong=False) + "\n\n" + _attack_text("forge_training")
+    docs = {}
+    for name, text in (("honest", honest_text), ("forged", forged_text)):
+        sub = kit.submission(os.path.join(workdir, f"garbage-{name}"), gpt=text)
+        docs[name], _, proc = kit.grade_cli(sub, os.path.join(workdir, f"garbage-{name}.json"), "part-b")
+        assert proc.returncode == 0 and kit.valid(docs[name])
+    kit.assert_not_better(docs["forged"], docs["honest"], affected=["part-b"])
+    quality = [t for t in docs["forged"]["tests"] if t["number"].startswith("2.7.")]
+    assert quality and all(t["score"] == 0 for t in quality), [t["output"][:300] for t in quality]
+    assert docs["forged"]["leaderboard"] == [] and docs["honest"]["score"] < 50
+
+
+@as_root
+def test_a_submission_that_only_raises_value_error_scores_nothing(workdir):
+    text = _attack_text("raise_value_error")
+    sub = kit.submission(os.path.join(workdir, "refuse"), attention=text, gpt=text)
+    document, _, proc = kit.grade_cli(sub, os.path.join(workdir, "refuse.json"),
+                                      "part-a,GPT,sample_next_token,perplexity")
+    assert proc.returncode == 0 and kit.valid(document)
+    assert document["score"] == 0, [(t["number"], t["score"]) for t in document["tests"] if t["score"]]
+
+
+def _fingerprint(args):
+    import numpy as np
+    return [f"{float(np.sum(np.asarray(a, dtype=float))):.9e}" for a in args
+            if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size > 1]
+
+
+@as_root
+def test_hidden_inputs_never_reach_code_that_runs_visible_tests(workdir):
+    """A relay writes every call's inputs to /tmp and fails the last visible test of Part A with
+    what it saw: it saw no input of a hidden test (those go to a fresh worker, after every
+    visible-phase process is dead), while the last hidden test shows hidden inputs did arrive."""
+    from autograder.checks.part_a.base import inputs
+    sub = kit.submission(os.path.join(workdir, "relay"),
+                         attention=kit.source("attention", wrong=False, attacks=["relay_inputs"]))
+    document, _, proc = kit.grade_cli(sub, os.path.join(workdir, "relay.json"), "part-a")
+    assert proc.returncode == 0 and kit.valid(document)
+    tests = {t["number"]: t for t in document["tests"]}
+    visible, hidden = tests["1.12.1"], tests["1.12.2"]
+    assert visible["visibility"] == "visible" and hidden["visibility"] != "visible"
+    assert "RELAY-BEGIN" in visible["output"] and "RELAY-BEGIN" in hidden["output"]
+    hidden_only = [fp for case in ("sdpa.future_changed", "block.future_changed", "mha.noncausal", "ln.tiny",
+                                   "softmax.shifted", "rope.positions") for fp in _fingerprint(inputs(case).values())]
+    seen_visible = [t["output"] for t in document["tests"] if t["visibility"] == "visible"] + [document["output"]]
+    leaked = [fp for fp in hidden_only if any(fp in text for text in seen_visible)]
+    assert not leaked, leaked
+    assert any(fp in hidden["output"] for fp in _fingerprint(inputs("sdpa.future_changed").values()))

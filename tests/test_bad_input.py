@@ -3,10 +3,10 @@ never as the grader's failure; the part that is fine is still graded as usual.""
 import os
 
 import pytest
-from attacks import kit
-from conftest import REFERENCE
 
+from attacks import kit
 from autograder.grade import GRADER_FAULT
+from conftest import REFERENCE
 
 with open(os.path.join(REFERENCE, "attention.py"), encoding="utf-8") as f:
     ATTENTION = f.read()

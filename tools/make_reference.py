@@ -1,18 +1,19 @@
 """Record the expected outputs from reference/ (``make reference``), or check they are fresh
 (``make check-reference``).
 
-    python tools/make_reference.py             # run reference/ through the cases, rewrite autograder/data/
+    python tools/make_reference.py             # re-record the parts whose inputs changed
+    python tools/make_reference.py --force     # re-record every part
     python tools/make_reference.py --check     # run nothing; exit 1 naming every stale input or output
 
 Recording stages reference/ as a submission and runs it in the sandbox, exactly as a student
-is run: ``cases_part_a.record(call)`` and ``cases_part_b.record(run)`` return
-``(arrays, meta)``, written to ``part_X.npz`` (sorted members, fixed timestamps: the bytes
-depend only on the values) and ``part_X.json``. ``manifest.json`` records the seeds found in
-``meta``, the library versions, and the sha256 of every input (reference/*.py, the case
-files, the worker's ops) and of every output, which is all ``--check`` compares.
+is run: ``part_a.base.record(call)`` and ``part_b.cases.record(run)`` return ``(arrays, meta)``,
+written to ``part_X.npz`` (sorted members, fixed timestamps: the bytes depend only on the
+values) and ``part_X.json``. ``manifest.json`` records, per part, the sha256 of its inputs (the
+reference files and worker code it runs, and the values of its cases, so rewording a check
+changes nothing) and of its outputs, plus the seeds and library versions. ``--check`` compares
+only those hashes. A part whose inputs did not change is not recorded again, so its bytes stay.
 """
 import argparse
-import glob
 import hashlib
 import io
 import json
@@ -27,23 +28,67 @@ import zipfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = "autograder/data"
 MANIFEST = "manifest.json"
-INPUT_PATTERNS = ("reference/*.py", "autograder/checks/cases_*.py", "autograder/sandbox/worker/ops_*.py")
-PARTS = {"part_a": ("attention", "cases_part_a"), "part_b": ("gpt", "cases_part_b")}
+WORKER = ("autograder/sandbox/worker/ops_common.py", "autograder/sandbox/worker/student.py")
+# part -> (student module, the files whose contents the recorded outputs depend on)
+PARTS = {
+    "part_a": ("attention", ("reference/attention.py", *WORKER)),
+    "part_b": ("gpt", ("reference/gpt.py", "reference/corpus.py", "autograder/sandbox/worker/ops_part_b.py",
+                       "autograder/sandbox/worker/training.py", "autograder/checks/gpt2.py", *WORKER)),
+}
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 RECORD_TIMEOUT = 900.0  # seconds for one sandbox call while recording (Part B trains)
 RECORD_MEMORY_MB = 2048  # the reference is trusted; grading's own limit is tested by grading it
 
 
-# -- files ---------------------------------------------------------------------------------------
+# -- files and hashes ------------------------------------------------------------------------------
 def sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def input_hashes(root):
-    """{path relative to root: sha256} of every input, sorted."""
-    paths = sorted({p for pattern in INPUT_PATTERNS for p in glob.glob(os.path.join(root, pattern))})
-    return {os.path.relpath(p, root).replace(os.sep, "/"): sha256(p) for p in paths}
+def _feed(h, value):
+    """Hash a nest of dicts, lists, scalars and arrays by value (dtype, shape and bytes)."""
+    import numpy as np
+    if isinstance(value, dict):
+        for k in sorted(value):
+            h.update(f"<{k}>".encode())
+            _feed(h, value[k])
+    elif isinstance(value, (list, tuple)):
+        h.update(b"[")
+        for v in value:
+            _feed(h, v)
+        h.update(b"]")
+    elif isinstance(value, np.ndarray):
+        h.update(f"{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    else:
+        h.update(repr(value).encode())
+
+
+def case_values(part, root):
+    """Everything the part's cases feed the reference, by value."""
+    sys.path.insert(0, root)
+    if part == "part_a":
+        from autograder.checks.part_a import base
+        return {c: base.inputs(c) for g in sorted(base.concepts()) for c in base._cases(g)}
+    from autograder.checks.part_b import cases, quality_data
+    from reference import corpus
+    d = quality_data.data(corpus)
+    return {"inputs": cases.inputs(), "weights": {n: cases.weight_set(n) for n in cases.WEIGHT_SEEDS},
+            "configs": [cases.CONFIG, cases.STRUCTURE_CONFIG],
+            "quality": [quality_data.QUALITY, quality_data.THRESHOLDS],
+            "training": [d.config, d.init, d.tokens, d.starts, d.val, d.counted],
+            "sampler": [cases.SAMPLER_LOGITS, cases.TEMPERATURES, cases.TOP_KS, cases.GENERATE_DRAWS, cases.N_DRAWS,
+                        cases.ALPHA, cases.GREEDY, cases.PROBE_POSITIONS, cases.GRAD_POSITION]}
+
+
+def input_hashes(root, part):
+    """{input: sha256} of ``part``: its files, and "cases" for the values its cases feed."""
+    found = {p: sha256(os.path.join(root, p)) for p in PARTS[part][1]}
+    h = hashlib.sha256()
+    _feed(h, case_values(part, root))
+    found["cases"] = h.hexdigest()
+    return found
 
 
 def npz_bytes(arrays):
@@ -82,33 +127,30 @@ def write_bytes(path, data):
 
 
 # -- recording -----------------------------------------------------------------------------------
-def record_parts(root):
-    """{part: (arrays, meta)} from running reference/ in the sandbox; parts without a case file are skipped."""
+def record_parts(root, parts=tuple(PARTS)):
+    """{part: (arrays, meta)} from running reference/ in the sandbox."""
     sys.path.insert(0, root)
-    import importlib
     from autograder import loader
+    from autograder.checks.part_a import base as part_a
+    from autograder.checks.part_b import cases as part_b
     from autograder.sandbox import Sandbox
 
     staging = tempfile.mkdtemp(prefix="ag-reference-")
     try:
         submission = loader.load(os.path.join(root, "reference"), os.path.join(staging, "reference"))
         recorded = {}
-        for part, (module, cases) in PARTS.items():
-            if not os.path.exists(os.path.join(root, "autograder", "checks", f"{cases}.py")):
-                print(f"{part}: skipped (autograder/checks/{cases}.py does not exist yet)")
-                continue
-            record = getattr(importlib.import_module(f"autograder.checks.{cases}"), "record", None)
-            if record is None:
-                raise SystemExit(f"autograder/checks/{cases}.py has no record() function")
+        for part in parts:
+            module = PARTS[part][0]
             start = time.monotonic()
             with Sandbox(submission.staged, timeout=RECORD_TIMEOUT, memory_mb=RECORD_MEMORY_MB) as sb:
-                if module == "attention":
-                    def run(name, *args, **kwargs):
-                        return sb.call("call", module="attention", name=name, args=list(args), kwargs=kwargs)["value"]
+                if part == "part_a":
+                    def call(name, *args, sb=sb, module=module):
+                        return sb.call("call", module=module, name=name, args=list(args))["value"]
+                    recorded[part] = part_a.record(call)
                 else:
-                    def run(op, **args):
-                        return sb.call(op, module="gpt", **args)
-                recorded[part] = record(run)
+                    def run(op, sb=sb, module=module, **args):
+                        return sb.call(op, module=module, **args)
+                    recorded[part] = part_b.record(run)
             arrays, meta = recorded[part]
             print(f"{part}: {len(arrays)} arrays, {len(meta)} meta entries ({time.monotonic() - start:.1f} s)")
         return recorded
@@ -138,73 +180,98 @@ def versions():
     return found
 
 
-def write_outputs(root, data_dir, recorded, inputs):
-    """Write the data files and the manifest describing them."""
+def read_manifest(data_dir):
+    try:
+        with open(os.path.join(data_dir, MANIFEST), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def write_outputs(data_dir, recorded, inputs, manifest=None):
+    """Write the recorded parts' data files and a manifest describing every part (the parts not
+    recorded now keep their entries of ``manifest``)."""
     os.makedirs(data_dir, exist_ok=True)
-    outputs, seeds = {}, {}
+    parts = dict((manifest or {}).get("parts", {}))
     for part, (arrays, meta) in sorted(recorded.items()):
+        outputs = {}
         for name, data in ((f"{part}.npz", npz_bytes(arrays)), (f"{part}.json", json_bytes(meta))):
             write_bytes(os.path.join(data_dir, name), data)
             outputs[f"{DATA}/{name}"] = hashlib.sha256(data).hexdigest()
-        seeds[part] = find_seeds(meta)
+        parts[part] = {"inputs": inputs[part], "outputs": outputs, "seeds": find_seeds(meta), "versions": versions()}
     manifest = {"written_by": "make reference (tools/make_reference.py); checked by make check-reference",
-                "versions": versions(), "seeds": seeds, "inputs": inputs, "outputs": outputs}
+                "parts": dict(sorted(parts.items()))}
     write_bytes(os.path.join(data_dir, MANIFEST), json_bytes(manifest))
     return manifest
 
 
 # -- checking ------------------------------------------------------------------------------------
-def stale(root, data_dir):
-    """What is stale, one line each (empty when fresh). Reads hashes only; runs nothing."""
-    path = os.path.join(data_dir, MANIFEST)
-    if not os.path.exists(path):
-        return [f"{DATA}/{MANIFEST} is missing: the expected outputs were never recorded"]
-    with open(path, encoding="utf-8") as f:
-        manifest = json.load(f)
-    recorded, current = manifest.get("inputs", {}), input_hashes(root)
-    problems = [f"input changed since the last recording: {p}" for p in sorted(current)
-                if p in recorded and recorded[p] != current[p]]
-    problems += [f"new input, not recorded: {p}" for p in sorted(set(current) - set(recorded))]
-    problems += [f"input recorded but gone: {p}" for p in sorted(set(recorded) - set(current))]
-    for p, digest in sorted(manifest.get("outputs", {}).items()):
-        file = os.path.join(data_dir, os.path.basename(p))
-        if not os.path.exists(file):
-            problems.append(f"output missing: {p}")
-        elif sha256(file) != digest:
-            problems.append(f"output differs from what was recorded (edited by hand?): {p}")
-    return problems
+def stale(root, data_dir, parts=tuple(PARTS)):
+    """{part: [what is stale, one line each]} (empty lists when fresh). Reads hashes; runs no student code."""
+    manifest = read_manifest(data_dir)
+    if manifest is None or "parts" not in manifest:
+        return {part: [f"{DATA}/{MANIFEST} is missing or from an older format: the expected outputs were never "
+                       "recorded this way"] for part in parts}
+    found = {}
+    for part in parts:
+        entry = manifest["parts"].get(part)
+        if entry is None:
+            found[part] = [f"{part} was never recorded"]
+            continue
+        recorded, current = entry.get("inputs", {}), input_hashes(root, part)
+        problems = [f"input changed since the last recording: {p}" for p in sorted(current)
+                    if p in recorded and recorded[p] != current[p]]
+        problems += [f"new input, not recorded: {p}" for p in sorted(set(current) - set(recorded))]
+        problems += [f"input recorded but gone: {p}" for p in sorted(set(recorded) - set(current))]
+        for p, digest in sorted(entry.get("outputs", {}).items()):
+            file = os.path.join(data_dir, os.path.basename(p))
+            if not os.path.exists(file):
+                problems.append(f"output missing: {p}")
+            elif sha256(file) != digest:
+                problems.append(f"output differs from what was recorded (edited by hand?): {p}")
+        found[part] = problems
+    return found
+
+
+def to_record(problems, force=False):
+    """The parts ``make reference`` records: those with a stale input or output (every part with ``force``)."""
+    return [p for p in PARTS if force or problems.get(p)]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="run nothing; exit 1 if anything is stale")
+    parser.add_argument("--force", action="store_true", help="re-record every part, changed or not")
     parser.add_argument("--root", default=ROOT, help="the project folder (default: this checkout)")
     parser.add_argument("--data", default=None, help=f"where the outputs go (default: ROOT/{DATA})")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
     data_dir = os.path.abspath(args.data or os.path.join(root, DATA))
+    problems = stale(root, data_dir)
     if args.check:
-        problems = stale(root, data_dir)
-        if problems:
+        lines = [f"{part}: {p}" for part, ps in problems.items() for p in ps]
+        if lines:
             print("the expected outputs in autograder/data/ are stale:", file=sys.stderr)
-            print("".join(f"  {p}\n" for p in problems), end="", file=sys.stderr)
+            print("".join(f"  {line}\n" for line in lines), end="", file=sys.stderr)
             print("run `make reference` and commit autograder/data/", file=sys.stderr)
             return 1
-        with open(os.path.join(data_dir, MANIFEST), encoding="utf-8") as f:
-            manifest = json.load(f)
-        v = manifest["versions"]
-        print(f"autograder/data is up to date: {len(manifest['inputs'])} inputs, {len(manifest['outputs'])} outputs "
-              f"(recorded with python {v['python']}, numpy {v['numpy']}, torch {v['torch']})")
-        now = versions()
-        if now != v:
-            print(f"note: this machine has {now}; expected values may differ in the last digits", file=sys.stderr)
+        manifest = read_manifest(data_dir)
+        for part, entry in manifest["parts"].items():
+            v = entry["versions"]
+            print(f"{part} is up to date: {len(entry['inputs'])} inputs, {len(entry['outputs'])} outputs "
+                  "(recorded with "
+                  f"python {v['python']}, numpy {v['numpy']}, torch {v['torch']})")
+        return 0
+    parts = to_record(problems, args.force)
+    if not parts:
+        print("nothing to record: every part's inputs are unchanged (--force records anyway)")
         return 0
     start = time.monotonic()
-    inputs = input_hashes(root)
-    manifest = write_outputs(root, data_dir, record_parts(root), inputs)
+    inputs = {p: input_hashes(root, p) for p in parts}
+    manifest = write_outputs(data_dir, record_parts(root, parts), inputs, read_manifest(data_dir))
     shown = os.path.relpath(data_dir) if not os.path.relpath(data_dir).startswith("..") else data_dir
-    print(f"wrote {len(manifest['outputs'])} files and {MANIFEST} to {shown} "
-          f"in {time.monotonic() - start:.1f} s")
+    print(f"recorded {', '.join(parts)} into {shown} in {time.monotonic() - start:.1f} s "
+          f"({len(manifest['parts'])} parts in {MANIFEST})")
     return 0
 
 

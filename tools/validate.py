@@ -14,16 +14,17 @@ import json
 import os
 import pwd
 import queue
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
-import catalog  # noqa: E402
+sys.path.insert(0, REPO)
+import catalog  # noqa: E402 - tests/ is on the path only now
+from autograder import launch  # noqa: E402 - after the path is set
+from autograder.sandbox import procs  # noqa: E402 - after the path is set
 
 # Part B names whose tests train a model (the quality tests carry them). A Part B bug elsewhere
 # cannot change the trusted training, so without --full only its own tests are graded: the
@@ -37,7 +38,7 @@ def sandbox_users(jobs):
     wanted = [w.strip() for w in os.environ.get("VALIDATE_SANDBOX_USERS", "").split(",") if w.strip()]
     if os.geteuid() != 0 or not wanted:
         return [None] * jobs
-    busy = {int(line.split()[1]) for line in _status_uids()}
+    busy = {p.uid for p in procs.table().values()}
     users = [n for n in wanted if _uid(n) not in (None, 0) and _uid(n) not in busy]
     if len(users) < jobs:
         print(f"note: {len(users)} free sandbox user(s) of {wanted}; running {max(1, len(users))} at a time")
@@ -51,15 +52,6 @@ def _uid(name):
         return None
 
 
-def _status_uids():
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                yield next(ln for ln in f if ln.startswith("Uid:"))
-        except (OSError, StopIteration):
-            continue
-
-
 def selection(entry, full):
     if entry.broken is None:
         return None
@@ -70,31 +62,17 @@ def grade(entry, user, workdir, full=False):
     """Materialize and grade one entry; returns its verdict as a dict."""
     folder = os.path.join(workdir, entry.id)
     path = catalog.materialize(entry, os.path.join(folder, "submission"))
-    out = os.path.join(folder, "results.json")
-    cmd = [sys.executable, "-m", "autograder", "grade", path, "--out", out, "--quiet"]
     select = selection(entry, full)
-    if select:
-        cmd += ["--select", select]
     env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_SANDBOX_USER"}
     env.update({"AUTOGRADER_SANDBOX_USER": user} if user else {})
-    start = time.monotonic()
     with open(os.path.join(folder, "grade.log"), "w+") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        timer = threading.Timer(900, proc.kill)
-        timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)  # with the CPU time of the grade and its sandboxes
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        timer.cancel()
-        seconds = time.monotonic() - start
+        graded = launch.grade_in_process(path, os.path.join(folder, "results.json"), select=select, env=env,
+                                         timeout=900, log=log)
         log.seek(0)
         printed = log.read()[-2000:]
-    try:
-        with open(out) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        doc = {"tests": [], "crash": f"no results ({e}); exit {proc.returncode}: {printed}"}
+    doc = graded.document or {"tests": [], "crash": f"{graded.error}; exit {graded.returncode}: {printed}"}
     return judge(entry, doc) | {"id": entry.id, "part": entry.part, "broken": entry.broken, "select": select,
-                                "seconds": round(seconds, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1)}
+                                "seconds": round(graded.seconds, 1), "cpu_seconds": round(graded.cpu_seconds, 1)}
 
 
 def _lost(t):
@@ -143,7 +121,9 @@ def judge(entry, doc):
 def report(results, wall):
     bugs = [r for r in results if r["kind"] == "bug"]
     variants = [r for r in results if r["kind"] == "variant"]
-    count = lambda rs, v: sum(r["verdict"] == v for r in rs)  # noqa: E731
+
+    def count(rs, v):
+        return sum(r["verdict"] == v for r in rs)
     with_diag = [r for r in bugs if "diagnosed" in r]
     print(f"\n{'':34}{'part-a':>8}{'part-b':>8}{'total':>8}")
     for label, v in (("bugs caught on their name", "caught"), ("bugs lost points elsewhere (miss)", "elsewhere"),
@@ -203,7 +183,8 @@ def main(argv=None):
         except Exception as e:  # noqa: BLE001 - a broken grade is a miss, not a crash of the table
             r = {"id": entry.id, "part": entry.part, "broken": entry.broken, "seconds": 0, "cpu_seconds": 0,
                  "kind": "bug" if entry.broken else "variant", "verdict": "missed" if entry.broken else "not_full",
-                 "lost_on": [], "tested": 0, "score": 0, "max_score": 0, "why": [f"{type(e).__name__}: {e}"], "crash": f"{type(e).__name__}: {e}"}
+                 "lost_on": [], "tested": 0, "score": 0, "max_score": 0, "why": [f"{type(e).__name__}: {e}"],
+                 "crash": f"{type(e).__name__}: {e}"}
         finally:
             users.put(user)
         print(f"  {time.monotonic() - start:6.0f}s  {r['verdict']:9} {r['id']} ({r['seconds']} s)", flush=True)

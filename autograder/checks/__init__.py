@@ -1,6 +1,8 @@
 """Stage 3: the graded tests. Trusted code, NumPy only: every verdict is decided here from
-raw outputs that the sandbox returned. ``collect`` finds the tests of both parts."""
-from .base import GradedTest, collect, test_metadata
-from .context import GradingContext
+raw outputs of the student's own functions, for inputs and weights chosen here, compared with
+the reference's. ``collect`` finds the tests of both parts; ``Session`` is a grade's access to
+the sandboxes."""
+from .base import GradedTest, collect, metadata
+from .session import Session
 
-__all__ = ["GradedTest", "GradingContext", "collect", "test_metadata"]
+__all__ = ["GradedTest", "Session", "collect", "metadata"]

@@ -1,79 +1,80 @@
-"""The base class of every graded test, and how tests are found and described."""
+"""The base class of every graded test, and how the tests of both parts are found."""
 import importlib
 import pkgutil
 import unittest
 
 from ..sandbox import StudentError
+from .spec import Declared, number_key, spec_of
 
-PART_TAGS = ("part-a", "part-b")
 
-
-class GradedTest(unittest.TestCase):
-    """A graded test. ``self.ctx`` is set by the grading runner on each instance.
-
-    Subclasses set ``part`` and ``module`` and decorate each test method with
-    gradescope-utils' ``weight``, ``number``, ``visibility`` and ``tags``.
-    """
+class GradedTest(Declared):
+    """A graded test. ``self.session`` (checks/session.py) is set on each instance by the grade."""
 
     part = "part-a"
     module = "attention"
-    ctx = None
+    session = None
     maxDiff = None
 
-    def call_student(self, name, *args, timeout=None, **kwargs):
-        """``module.name(*args, **kwargs)`` in the sandbox; a student failure fails the test."""
+    def setUp(self):
+        spec = spec_of(self)
+        self.session.enter(hidden=bool(spec and spec.hidden))
+
+    def student(self, what, op="call", *, timeout=None, key=None, errors=False, **args):
+        """The one way a check reaches the student's code: worker op ``op`` on ``args``; any failure
+        of the student's code fails this test, the message starting with ``what`` was being done.
+        With ``errors``, returns ``(value, None)`` or ``(None, the StudentError)`` instead."""
         try:
-            return self.ctx.call(self.part, "call", module=self.module, timeout=timeout, name=name,
-                                 args=list(args), kwargs=kwargs)["value"]
+            value = self.session.call(self.part, op, module=self.module, timeout=timeout, key=key, **args)
         except StudentError as e:
-            self.fail(f"calling `{name}` failed: {e}")
-
-    def run_op(self, op, *, timeout=None, key=None, **args):
-        """Worker op ``op`` (Part B's model ops); a student failure fails the test."""
-        try:
-            return self.ctx.call(self.part, op, module=self.module, timeout=timeout, key=key, **args)
-        except StudentError as e:
-            self.fail(f"{e}")
+            if errors:
+                return None, e
+            self.fail(f"{what}: {e}")
+        return (value, None) if errors else value
 
 
-def _iter_tests(suite):
+def _tests_of(suite):
     for item in suite:
         if isinstance(item, unittest.TestSuite):
-            yield from _iter_tests(item)
+            yield from _tests_of(item)
         else:
             yield item
 
 
-def test_metadata(test):
-    method = getattr(test, test._testMethodName)
-    return {
-        "name": test.shortDescription() or test.id(),
-        "max_score": float(getattr(method, "__weight__", 0.0)),
-        "number": str(getattr(method, "__number__", "")),
-        "tags": list(getattr(method, "__tags__", ())),
-        "visibility": getattr(method, "__visibility__", "visible"),
-    }
+def board_of(test):
+    """The leaderboard column a test sets (gradescope-utils' ``@leaderboard``), or None."""
+    return getattr(getattr(test, test._testMethodName), "__leaderboard_column__", None)
+
+
+def metadata(test):
+    """A graded test's Gradescope fields (None for a leaderboard entry, which is not a test)."""
+    spec = spec_of(test)
+    if spec is None:
+        return None
+    return {"name": spec.title, "max_score": float(spec.points), "number": spec.number, "tags": list(spec.tags),
+            "visibility": spec.visibility}
+
+
+def _key(test):
+    spec = spec_of(test)
+    if spec is None:  # a leaderboard entry: after its part's visible tests
+        return (False, number_key(getattr(getattr(test, test._testMethodName), "__number__", "")))
+    return (spec.hidden, number_key(spec.number))
 
 
 def collect(select=None):
-    """Every graded test of both parts, in number order, keeping those carrying a selected tag."""
-    tests = []
-    loader = unittest.TestLoader()
+    """Every graded test of both parts, and the leaderboard entries: the tests students can see
+    first, then the hidden ones, each group in number order; with ``select``, only tests
+    carrying one of those tags."""
+    tests, loader = [], unittest.TestLoader()
     for part in ("part_a", "part_b"):
         package = importlib.import_module(f"{__package__}.{part}")
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
-            tests += list(_iter_tests(loader.loadTestsFromModule(module)))
+            tests += [t for t in _tests_of(loader.loadTestsFromModule(module)) if spec_of(t) or board_of(t)]
     for t in tests:
-        meta = test_metadata(t)
-        if not meta["tags"] or meta["tags"][0] not in PART_TAGS:
-            raise AssertionError(f"{t.id()} must be tagged with part-a or part-b first, has {meta['tags']}")
+        spec = spec_of(t)
+        if spec and spec.part != t.part:
+            raise AssertionError(f"{t.id()}: number {spec.number} is not one of {t.part}'s")
     if select:
-        wanted = set(select)
-        tests = [t for t in tests if wanted & set(test_metadata(t)["tags"])]
-    return sorted(tests, key=lambda t: number_key(test_metadata(t)["number"]))
-
-
-def number_key(number):
-    """Numbers are ``part.group.test`` ("1.3.2"); they sort numerically."""
-    return tuple(int(p) if p.isdigit() else 10**6 for p in number.split(".")) if number else (10**6,)
+        tests = [t for t in tests if set(select) & set(getattr(getattr(t, t._testMethodName), "__tags__", ()))]
+    return sorted(tests, key=_key)

@@ -37,7 +37,7 @@ def _alter():
             _OUTCOMES.append(f"refused chmod {path}: {type(e).__name__}")
 
 
-_honest_mean_context = mean_context  # noqa: F821
+_honest_mean_context = mean_context  # noqa: F821 - defined by the module this attack is appended to
 
 
 def mean_context(X):

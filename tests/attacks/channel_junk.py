@@ -7,7 +7,7 @@ import struct as _struct
 
 import numpy as _np
 
-_honest_mean_context = mean_context  # noqa: F821
+_honest_mean_context = mean_context  # noqa: F821 - defined by the module this attack is appended to
 
 
 def _answer_fd():

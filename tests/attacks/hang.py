@@ -6,5 +6,5 @@ def mean_context(X):
         try:
             while True:
                 pass
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - it must hang through anything
             continue

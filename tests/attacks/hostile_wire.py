@@ -39,7 +39,8 @@ def _npy_header(shape, descr="<f8"):
 PAYLOADS = {
     "a pickled object array": _frame({"__ndarray__": "a0"}, _npz(a0=np.array([{"x": 1}], dtype=object))),
     "a compressed member (zip bomb)": _frame({"__ndarray__": "a0"},
-                                             _zip("a0.npy", _npy_header((2**23,)) + b"\0" * 2**26, zipfile.ZIP_DEFLATED)),
+                                             _zip("a0.npy", _npy_header((2**23,)) + b"\0" * 2**26,
+                                                  zipfile.ZIP_DEFLATED)),
     "a shape larger than its data": _frame({"__ndarray__": "a0"}, _zip("a0.npy", _npy_header((10**12,)) + b"\0" * 64)),
     "a reference to a missing array": _frame({"__ndarray__": "a9"}, _npz()),
     "JSON nested 100000 deep": struct.pack(">I", 200_000) + b"[" * 100_000 + b"]" * 100_000 + _npz(),

@@ -4,7 +4,7 @@ shell, which also ends this process."""
 import os as _os
 import signal as _signal
 
-_honest_mean_context = mean_context  # noqa: F821
+_honest_mean_context = mean_context  # noqa: F821 - defined by the module this attack is appended to
 
 
 def mean_context(X):

@@ -10,10 +10,12 @@ import os
 import pwd
 import subprocess
 import sys
-import threading
 import time
 
 import jsonschema
+
+from autograder.sandbox import procs
+from procwatch import TreeWatch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -105,31 +107,12 @@ def sandbox_uid():
 
 def processes_with(marker):
     """Pids whose command line contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
+    return procs.with_marker(marker)
 
 
 def user_processes(uid):
     """Live (not zombie) processes of ``uid``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    fields = dict(line.split(":", 1) for line in f if ":" in line)
-            except OSError:
-                continue
-            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-                found.append(int(entry))
-    return found
+    return procs.of_user(uid)
 
 
 def sandbox_user_name():
@@ -138,52 +121,8 @@ def sandbox_user_name():
     return user[0] if user else pwd.getpwuid(os.getuid()).pw_name
 
 
-class PeakMemory(threading.Thread):
+def PeakMemory(uid, period=0.01, pss=False):
     """Peak of the summed resident memory of this process, its descendants and every process
-    of ``uid``, sampled every 10 ms: what Gradescope's 768 MB container limit would see. With
-    ``pss``, each process counts its proportional share of pages shared with others (forks),
-    as the container's memory accounting does (slower: /proc/<pid>/smaps_rollup)."""
-
-    def __init__(self, uid, period=0.01, pss=False):
-        super().__init__(daemon=True)
-        self.uid, self.period, self.pss, self.peak, self.done = uid, period, pss, 0, threading.Event()
-
-    @staticmethod
-    def _pss(pid):
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as f:
-                return next(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
-        except (OSError, StopIteration, ValueError):
-            return 0  # gone, or exiting (smaps_rollup is empty then)
-
-    def _sample(self):
-        table = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/status") as f:
-                        fields = dict(line.split(":", 1) for line in f if ":" in line)
-                    table[int(entry)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]),
-                                         int(fields.get("VmRSS", "0 kB").split()[0]) * 1024)
-                except (OSError, KeyError, ValueError):
-                    continue
-        mine = {os.getpid()}
-        size = 0
-        while size != len(mine):
-            size = len(mine)
-            mine |= {p for p, (pp, _, _) in table.items() if pp in mine}
-        ours = [(p, rss) for p, (_, u, rss) in table.items() if p in mine or u == self.uid]
-        return sum(self._pss(p) if self.pss else rss for p, rss in ours)
-
-    def run(self):
-        while not self.done.is_set():
-            self.peak = max(self.peak, self._sample())
-            time.sleep(self.period)
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        self.join()
+    of ``uid``, sampled every ``period`` s: what Gradescope's 768 MB container limit would see.
+    With ``pss``, pages shared with forks count once (slower)."""
+    return TreeWatch(os.getpid(), uid, period, pss)

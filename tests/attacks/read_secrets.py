@@ -40,17 +40,17 @@ try:
     _READ["import reference.attention"] = b"imported"
     for _name in ("softmax", "mean_context", "scaled_dot_product_attention", "transformer_block"):
         globals()[_name] = getattr(_solution, _name)
-except Exception as e:  # noqa: BLE001
+except Exception as e:  # noqa: BLE001 - any failure to read is what the attack reports
     _REFUSED.append(f"import reference.attention: {type(e).__name__}")
 for _path, _data in list(_READ.items()):
     if _path.endswith("reference/attention.py"):  # use the solution: exec it over this module
         try:
             with open(_path) as f:
                 exec(compile(f.read(), _path, "exec"), globals())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - any failure to read is what the attack reports
             _REFUSED.append(f"exec {_path}: {type(e).__name__}")
 
-_leaky_mean_context = mean_context  # noqa: F821
+_leaky_mean_context = mean_context  # noqa: F821 - defined by the module this attack is appended to
 
 
 def mean_context(X):

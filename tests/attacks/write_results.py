@@ -61,7 +61,7 @@ def _attack():
 
 
 _attack()
-_honest_mean_context = mean_context  # noqa: F821
+_honest_mean_context = mean_context  # noqa: F821 - defined by the module this attack is appended to
 
 
 def mean_context(X):

@@ -7,6 +7,10 @@ Every entry is a small declarative mutation of `reference/` (not a copy of it):
     Sub("np.tril(", "np.triu(")                                   # one unique snippet
     Append('''def helper(): ...''')                                # new top-level code
 
+An entry may start `file` from an independently written correct file of ``sources/``
+(``base="einsum_attention.py"``) instead of the reference's, so the grader is also proven on
+code that is not the reference's, with its bugs.
+
     bugs()      -> the Entry list of bugs_part_a.py and bugs_part_b.py
     variants()  -> the Entry list of correct_variants.py
     materialize(entry, dest) -> the path to grade (a folder, or a folder holding a notebook)
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REFERENCE = os.path.join(REPO, "reference")
+SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sources")
 FILES = ("attention.py", "gpt.py")
 PART = {"attention.py": "part-a", "gpt.py": "part-b"}
 
@@ -63,14 +68,15 @@ class Entry:
     extra: dict = field(default_factory=dict)  # new file name -> source
     layout: str = "folder"          # "folder" | "nested" | "notebook"
     note: str = ""
+    base: str | None = None         # a file of sources/ that `file` starts from, instead of the reference's
 
     @property
     def part(self):
         return PART[self.file]
 
 
-def bug(id, file, broken, *mutations, diagnosis=None, note=""):
-    return Entry(id, file, tuple(mutations), broken, diagnosis, note=note)
+def bug(id, file, broken, *mutations, diagnosis=None, note="", base=None):
+    return Entry(id, file, tuple(mutations), broken, diagnosis, note=note, base=base)
 
 
 def _find(tree, target):
@@ -111,9 +117,18 @@ def reference_source(name):
         return f.read()
 
 
+def base_source(name):
+    """A correct file written independently of the reference (``sources/``), that entries mutate."""
+    with open(os.path.join(SOURCES, name), encoding="utf-8") as f:
+        return f.read()
+
+
 def sources(entry):
-    """{file name: text} of the whole submission: both reference files, mutated, plus extras."""
+    """{file name: text} of the whole submission: both reference files (or ``entry.base`` for
+    ``entry.file``), mutated, plus extras."""
     out = {name: reference_source(name) for name in FILES}
+    if entry.base:
+        out[entry.file] = base_source(entry.base)
     plan = {entry.file: tuple(entry.mutations), **{k: tuple(v) for k, v in entry.more.items()}}
     for name, mutations in plan.items():
         for m in mutations:

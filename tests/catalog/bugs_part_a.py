@@ -1,7 +1,18 @@
-"""Part A (attention.py): one realistic bug per entry, every contract entry covered."""
-from . import Replace, Sub, bug
+"""Part A (attention.py): one realistic bug per entry, every contract entry covered; also bugs
+of an independently written attention.py (sources/einsum_attention.py) and refusing stubs."""
+import os
+
+from . import Append, Replace, Sub, bug
 
 F = "attention.py"
+EINSUM = "einsum_attention.py"
+ATTACKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "attacks")
+
+
+def attack(name):
+    with open(os.path.join(ATTACKS, f"{name}.py"), encoding="utf-8") as f:
+        return f.read()
+
 
 BUGS = [
     # ---- softmax
@@ -193,4 +204,63 @@ BUGS = [
     bug("a_count_no_wpe", F, "gpt_param_count",
         Sub("embeddings = vocab_size * C + block_size * C  # wte + wpe (lm_head is tied to wte)",
             "embeddings = vocab_size * C"), diagnosis="wpe"),
+    bug("a_count_no_biases_at_all", F, "gpt_param_count",
+        Sub("attn = (C * 3 * C + 3 * C) + (C * C + C)  # c_attn + c_proj", "attn = C * 3 * C + C * C"),
+        Sub("mlp = (C * 4 * C + 4 * C) + (4 * C * C + C)  # c_fc + c_proj", "mlp = C * 4 * C + 4 * C * C"),
+        Sub("block = 2 * C + attn + 2 * C + mlp", "block = C + attn + C + mlp"),
+        Sub("return int(embeddings + n_layer * block + 2 * C)  # + ln_f", "return int(embeddings + n_layer * block + C)"),
+        diagnosis="every bias", note="no bias anywhere, the LayerNorms' included"),
+    # ---- the Annotated Transformer's LayerNorm: unbiased std, eps outside the square root
+    bug("a_ln_annotated_transformer", F, "layer_norm",
+        Sub("var = x.var(axis=-1, keepdims=True)  # (..., 1), biased", "std = x.std(axis=-1, keepdims=True, ddof=1)"),
+        Sub("return (x - mean) / np.sqrt(var + eps) * _as_float(gamma)", "return (x - mean) / (std + eps) * _as_float(gamma)"),
+        diagnosis="Annotated Transformer"),
+    # ---- refusing: every function raises ValueError (no points for a ValueError alone)
+    bug("a_refuses_everything", F, "apply_rope", Append(attack("raise_value_error")), diagnosis="does not work"),
+    # ---- bugs of an attention.py written independently of the reference (einsum style)
+    bug("a_einsum_softmax_axis0", F, "softmax",
+        Sub("z = x - x.max(axis=axis, keepdims=True)", "z = x - x.max(axis=0, keepdims=True)"),
+        Sub("return e / e.sum(axis=axis, keepdims=True)", "return e / e.sum(axis=0, keepdims=True)"),
+        diagnosis="down each column instead of along each row", base=EINSUM),
+    bug("a_einsum_sdpa_column_softmax", F, "scaled_dot_product_attention",
+        Sub("A = softmax(scores, axis=-1)", "A = softmax(scores, axis=-2)"),
+        diagnosis="sum to 1 down each column instead of along each row", base=EINSUM),
+    bug("a_einsum_sdpa_no_sqrt", F, "scaled_dot_product_attention",
+        Sub("scores = scores / math.sqrt(Q.shape[-1])", "scores = scores"), diagnosis="look unscaled", base=EINSUM),
+    bug("a_einsum_mask_transposed", F, "causal_mask", Sub("return j <= t", "return j >= t"),
+        diagnosis="mask looks transposed", base=EINSUM),
+    bug("a_einsum_mask_off_by_one", F, "causal_mask", Sub("return j <= t", "return j < t"), diagnosis="off by one",
+        base=EINSUM),
+    bug("a_einsum_pe_sin_cos_swapped", F, "sinusoidal_positional_encoding",
+        Sub("np.where(col % 2 == 0, np.sin(angle), np.cos(angle))", "np.where(col % 2 == 0, np.cos(angle), np.sin(angle))"),
+        diagnosis="sin and cos look swapped", base=EINSUM),
+    bug("a_einsum_rope_wrong_way", F, "apply_rope",
+        Sub("out[..., 0::2] = a * c - b * s", "out[..., 0::2] = a * c + b * s"),
+        Sub("out[..., 1::2] = a * s + b * c", "out[..., 1::2] = -a * s + b * c"),
+        diagnosis="rotated the wrong way", base=EINSUM),
+    bug("a_einsum_ln_no_eps", F, "layer_norm", Sub("np.sqrt(var + eps)", "np.sqrt(var)"), diagnosis="ignores eps",
+        base=EINSUM),
+    bug("a_einsum_ln_unbiased", F, "layer_norm",
+        Sub("var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)",
+            "var = ((x - mu) ** 2).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)"),
+        diagnosis="unbiased variance", base=EINSUM),
+    bug("a_einsum_gelu_erf", F, "gelu",
+        Sub("np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))", "np.vectorize(math.erf)(x / math.sqrt(2.0))"),
+        diagnosis="exact erf GELU", base=EINSUM),
+    bug("a_einsum_mha_interleaved_heads", F, "multi_head_attention",
+        Sub("split = [M.reshape(*b, T, n_heads, hs) for M in (q, k, v)]",
+            "split = [np.swapaxes(M.reshape(*b, T, hs, n_heads), -1, -2) for M in (q, k, v)]"),
+        diagnosis="interleaved columns", base=EINSUM),
+    bug("a_einsum_block_c_proj_transposed", F, "transformer_block",
+        Sub('y @ p["attn.c_proj.weight"]', 'y @ p["attn.c_proj.weight"].T'), diagnosis="c_proj", base=EINSUM),
+    bug("a_einsum_block_no_residual", F, "transformer_block",
+        Sub('x = x + y @ p["attn.c_proj.weight"]', 'x = y @ p["attn.c_proj.weight"]'),
+        diagnosis="residual around attention", base=EINSUM),
+    bug("a_einsum_shapes_B_T_nh_hs", F, "attention_shapes", Sub("heads = (B, nh, T, hs)", "heads = (B, T, nh, hs)"),
+        diagnosis="(B, T, nh, hs)", base=EINSUM),
+    bug("a_einsum_params_lm_head_twice", F, "gpt_param_count",
+        Sub("return vocab_size * C + block_size * C", "return 2 * vocab_size * C + block_size * C"),
+        diagnosis="lm_head", base=EINSUM),
+    bug("a_einsum_mean_context_wrong_axis", F, "mean_context",
+        Sub("np.float64).mean(axis=-2)", "np.float64).mean(axis=0)"), diagnosis="axis 0", base=EINSUM),
 ]

@@ -1,5 +1,7 @@
-"""Part B (gpt.py): one realistic bug per entry, every contract entry covered."""
-from . import Replace, Sub, bug
+"""Part B (gpt.py): one realistic bug per entry, every contract entry covered; also forgeries
+of the grader's own code in the student's process, which must win nothing."""
+from . import Append, Replace, Sub, bug
+from .bugs_part_a import attack
 
 F = "gpt.py"
 SCALED = "att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))"
@@ -152,4 +154,56 @@ BUGS = [
     bug("b_ppl_returns_tensor", F, "perplexity",
         Sub("return math.exp(total_nll / count)", "return torch.exp(torch.tensor(total_nll / count))"),
         diagnosis="float"),
+    bug("b_sample_top_k_one_too_few", F, "sample_next_token",
+        Sub("k = min(top_k, logits.size(-1))", "k = max(1, min(top_k - 1, logits.size(-1)))"), diagnosis="off by one"),
+    bug("b_generate_always_greedy", F, "generate",
+        Sub(SAMPLE + "\n                                           top_k=top_k, generator=generator)",
+            "sample_next_token(logits[:, -1, :], temperature=0.0)"), diagnosis="greedy",
+        note="generate takes the argmax whatever temperature and top_k say"),
+    bug("b_attn_c_proj_applied_transposed", F, "CausalSelfAttention",
+        Sub("return self.resid_dropout(self.c_proj(y))",
+            "return self.resid_dropout(y @ self.c_proj.weight + self.c_proj.bias)"), diagnosis="c_proj",
+        note="a missing transpose of the square c_proj passes every shape check; only values catch it"),
+    # ---- forgeries: the grader's code in the student's process, replaced
+    bug("b_forge_op_table", F, "GPT", Append(attack("forge_op_table")), diagnosis="not judged",
+        note="every op of the worker answers made-up values"),
+    bug("b_forge_training_run", F, "GPT", Append(attack("forge_training")), diagnosis="not what a GPT-2 computes",
+        note="a garbage model whose training run trains the reference's instead; torch.multinomial takes the argmax"),
+    bug("b_refuses_everything", F, "sample_next_token", Append(attack("raise_value_error")),
+        note="every function and GPT itself raise ValueError"),
+]
+
+CONV1D = '''
+class Conv1D(nn.Module):
+    """Hugging Face's GPT-2 linear layer: the weight stored (in, out), y = x @ W + b."""
+
+    def __init__(self, nf, nx, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(nx, nf).normal_(std=0.02))
+        self.bias = nn.Parameter(torch.zeros(nf)) if bias else None
+
+    def forward(self, x):
+        y = x @ self.weight
+        return y if self.bias is None else y + self.bias
+
+
+class CausalSelfAttention(nn.Module):'''
+# Bugs of form that the grader must charge once, on the right test, and nowhere else
+# (tests/test_grading.py checks "nowhere else"; `make validate` checks "on the right test").
+BUGS += [
+    bug("b_gpt_conv1d_layout", F, "GPT",
+        Sub("class CausalSelfAttention(nn.Module):", CONV1D.strip("\n")),
+        Sub("self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)",
+            "self.c_attn = Conv1D(3 * config.n_embd, config.n_embd, bias=config.bias)"),
+        Sub("self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)",
+            "self.c_proj = Conv1D(config.n_embd, config.n_embd, bias=config.bias)"),
+        Sub("self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)",
+            "self.c_fc = Conv1D(4 * config.n_embd, config.n_embd, bias=config.bias)"),
+        Sub("self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)",
+            "self.c_proj = Conv1D(config.n_embd, 4 * config.n_embd, bias=config.bias)"),
+        diagnosis="Conv1D", note="Hugging Face's (in, out) layout: only the structure test may cost it"),
+    bug("b_gpt_inference_shortcut", F, "GPT",
+        Sub("logits = self.lm_head(x)  # (B, T, V)",
+            "logits = self.lm_head(x) if targets is not None else self.lm_head(x[:, [-1], :])"),
+        diagnosis="last position", note="nanoGPT's inference shortcut: logits (B, 1, V) without targets"),
 ]

@@ -180,3 +180,50 @@ VARIANTS = [
         '''),
     )}),
 ]
+
+FLOAT32_OUTPUTS = '''
+def _f32(v):
+    if isinstance(v, dict):
+        return {k: _f32(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_f32(x) for x in v)
+    a = np.asarray(v) if isinstance(v, (list, np.ndarray)) else v
+    return a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype.kind in "fi" else v
+
+
+def _in_float32(fn):
+    return lambda *args, **kwargs: _f32(fn(*_f32(args), **_f32(kwargs)))
+
+
+for _name in ("softmax", "mean_context", "sinusoidal_positional_encoding", "apply_rope",
+              "scaled_dot_product_attention", "multi_head_attention", "layer_norm", "gelu", "transformer_block"):
+    globals()[_name] = _in_float32(globals()[_name])
+'''
+
+RECORDS_INPUTS = '''
+import functools as _functools
+import os as _os
+
+
+def _recording(fn):
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with open(f"/tmp/hw11-inputs-{_os.getuid()}.txt", "a") as f:
+            f.write(f"{fn.__name__}{[getattr(a, 'shape', a) for a in args]}\\n")
+        print("seen so far:", open(f"/tmp/hw11-inputs-{_os.getuid()}.txt").read()[-300:])
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+for _name in ("softmax", "mean_context", "apply_rope", "layer_norm", "gelu"):
+    globals()[_name] = _recording(globals()[_name])
+'''
+
+VARIANTS += [
+    Entry("v_einsum_independent", A, base="einsum_attention.py", note="written without the reference, einsum style"),
+    Entry("v_nanogpt_independent", G, base="nanogpt_gpt.py",
+          note="written the way nanoGPT does: its LayerNorm, a float mask buffer, inverse-CDF sampling"),
+    Entry("v_float32_outputs_wrapped", A, (Append(FLOAT32_OUTPUTS),), note="float32 inputs and outputs"),
+    Entry("v_records_its_inputs", A, (Append(RECORDS_INPUTS),),
+          note="writes every call's inputs to /tmp and prints them: a relay of hidden inputs, which wins nothing"),
+]
