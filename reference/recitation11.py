@@ -19,7 +19,6 @@ it: `python reference/recitation11.py` (it imports attention.py from its own fol
 import math
 
 import numpy as np
-
 from attention import (
     attention_shapes,
     causal_mask,

@@ -1,9 +1,14 @@
 """
 HW11: train your GPT (gpt.py) on text, and look at what it learned.
 
-    python train.py                                   # the synthetic language, under a minute
+    python train.py                                   # the synthetic language, about a minute
     python train.py --steps 300 --out out/quick       # a quick look
     python train.py --corpus mybook.txt --steps 5000 --n-layer 4 --n-embd 128 --block-size 128
+    python train.py --help                            # every option, with its default
+
+It trains on one CPU thread (--threads 1): a model this small gains little from more, and on
+a busy machine several threads wait on each other and run 5-10 times slower. On an idle
+machine with free cores, --threads 2 (or 0, torch's choice) may be faster.
 
 By default the model learns corpus.py's synthetic language, whose best possible loss (its
 entropy, in nats per character) is known exactly, so you can see how close you got.
@@ -27,13 +32,12 @@ import os
 import sys
 import time
 
+import corpus
 import numpy as np
 import torch
-from torch.nn import functional as F
-
-import corpus
 from corpus import CharTokenizer
 from gpt import GPT, GPTConfig, perplexity
+from torch.nn import functional as F
 
 SYNTHETIC_PROMPTS = ("\n", "the dog", "the cats near the", "the owl that the bees")
 TEMPERATURES = (0.0, 0.5, 1.0, 1.5)  # 0.0 is greedy: always the most likely token
@@ -159,6 +163,56 @@ def _progress(step, steps, loss, tokens_per_s, elapsed, extra=""):
             f"{int(left) // 60}:{int(left) % 60:02d} left")
 
 
+class Progress:
+    """Prints progress lines: one per evaluation, the first after FIRST steps (within
+    seconds), and in between one every EVERY seconds, so a slow run is never silent.
+    On a terminal the in-between lines overwrite each other; in a file or pipe each is a
+    line of its own."""
+
+    FIRST = 10  # steps before the first line
+    EVERY = 10.0  # seconds between lines in a file or pipe (a terminal: 0.25)
+
+    def __init__(self, steps, tokens_per_step, interactive):
+        self.steps, self.tokens_per_step, self.interactive = steps, tokens_per_step, interactive
+        self.start = self.last_time = self.last_print = time.perf_counter()
+        self.last_step, self.recent = 0, []
+        self.every = 0.25 if interactive else self.EVERY
+
+    def step(self, step, loss, extra=None):
+        """Record step `step`'s loss; print a line when due. `extra` (the evaluation's
+        text, or None) makes the line permanent and starts a new speed measurement."""
+        self.recent.append(loss)
+        now = time.perf_counter()
+        if extra is None and not (step == self.FIRST or now - self.last_print >= self.every):
+            return
+        speed = self.tokens_per_step * (step - self.last_step) / max(now - self.last_time, 1e-9)
+        line = _progress(step, self.steps, float(np.mean(self.recent)), speed,
+                         now - self.start, extra or "")
+        if self.interactive:
+            print("\r" + line + "\033[K", end="\n" if extra is not None else "", flush=True)
+        else:
+            print(line, flush=True)
+        self.last_print = now
+        if extra is not None:
+            self.last_step, self.last_time, self.recent = step, time.perf_counter(), []
+
+    def seconds(self):
+        return time.perf_counter() - self.start
+
+
+def _plain_log_ticks(ax):
+    """Label the log-scale y axis of `ax` with plain numbers (0.4, 1, 2.5), not 4x10^-1:
+    matplotlib still decides which ticks get a label, only the text changes."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    ax.yaxis.set_major_formatter(Plain())
+    ax.yaxis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def plot(history, bound, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -175,6 +229,7 @@ def plot(history, bound, path):
         ax_loss.axhline(bound, color="k", ls="--", label=f"entropy bound {bound:.4f}")
     ax_loss.set(xlabel="step", ylabel="loss (nats per character)", yscale="log",
                 title="loss")
+    _plain_log_ticks(ax_loss)
     ax_loss.legend()
     ax_ppl.plot(history["eval_step"], np.exp(history["val"]), "o-",
                 label="validation perplexity (random windows)")
@@ -182,6 +237,7 @@ def plot(history, bound, path):
         ax_ppl.axhline(math.exp(bound), color="k", ls="--",
                        label=f"exp(entropy bound) = {math.exp(bound):.3f}")
     ax_ppl.set(xlabel="step", ylabel="perplexity", yscale="log", title="validation perplexity")
+    _plain_log_ticks(ax_ppl)
     ax_ppl.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -220,27 +276,33 @@ def write_samples(model, tok, prompts, path, max_new_tokens, seed, synthetic):
 # ----------------------------------------------------------------------------- main
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description="Train gpt.py's GPT on a corpus of characters.")
-    ap.add_argument("--corpus", help="a UTF-8 text file (default: the synthetic language)")
-    ap.add_argument("--out", default="out", help="output folder (default: out/)")
+    ap = argparse.ArgumentParser(description="Train gpt.py's GPT on a corpus of characters.",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--corpus", help="a UTF-8 text file to train on; None: the synthetic "
+                                     "language of corpus.py")
+    ap.add_argument("--out", default="out", help="output folder")
     ap.add_argument("--steps", type=int, default=1200, help="training steps")
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=32, help="windows per step")
     ap.add_argument("--lr", type=float, default=1e-2, help="peak learning rate")
     ap.add_argument("--block-size", type=int, default=64, help="context length T")
-    ap.add_argument("--n-layer", type=int, default=2)
-    ap.add_argument("--n-head", type=int, default=4)
-    ap.add_argument("--n-embd", type=int, default=64)
-    ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    ap.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    ap.add_argument("--n-embd", type=int, default=64, help="width C of the residual stream")
+    ap.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the data, weights and samples")
     ap.add_argument("--eval-every", type=int, default=100, help="steps between evaluations")
     ap.add_argument("--sample-tokens", type=int, default=200,
                     help="new tokens per sample in samples.txt")
     ap.add_argument("--train-sentences", type=int, default=50_000,
                     help="size of the synthetic training text, in sentences")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's choice)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads; 1 is fastest for small models on a busy machine, "
+                         "0 lets torch choose (one per core)")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.eval_every < 1:
         ap.error("--steps and --eval-every must be at least 1")
+    if args.threads < 0:
+        ap.error(f"--threads must be 0 (torch's choice) or more, got {args.threads}")
     return args
 
 
@@ -264,23 +326,23 @@ def main(argv=None):
     n_params = sum(p.numel() for p in model.parameters())
     print(f"corpus: {args.corpus or 'synthetic language (corpus.py)'}, "
           f"{len(train_ids):,} training characters, vocabulary {tok.vocab_size}")
-    print(f"model: {config}, {n_params:,} parameters; {torch.get_num_threads()} threads")
+    threads = torch.get_num_threads()
+    print(f"model: {config}, {n_params:,} parameters; "
+          f"{threads} torch thread{'s' if threads != 1 else ''} (--threads)")
     if synthetic:
         print(f"entropy bound: no model can get a loss below {bound:.4f} nats/char "
               f"(perplexity {math.exp(bound):.4f})")
 
     history = {"step": [], "train": [], "eval_step": [], "val": [], "sentences": []}
-    tokens_per_step = args.batch_size * args.block_size
-    interactive = sys.stdout.isatty()
-    start = last_time = time.perf_counter()
-    last_step, recent = 0, []
+    print(f"training {args.steps} steps of {args.batch_size} windows x {args.block_size} tokens, "
+          f"evaluating every {args.eval_every} steps", flush=True)
+    progress = Progress(args.steps, args.batch_size * args.block_size, sys.stdout.isatty())
     for step in range(1, args.steps + 1):
         x, y = get_batch(train_ids, args.block_size, args.batch_size, rng)
         loss = train_step(model, optimizer, x, y, lr_at(step - 1, args.steps, args.lr))
-        recent.append(loss)
         history["step"].append(step)
         history["train"].append(loss)
-        now = time.perf_counter()
+        extra = None
         if step % args.eval_every == 0 or step == args.steps:
             val = math.log(perplexity(model, windows))
             history["eval_step"].append(step)
@@ -290,17 +352,8 @@ def main(argv=None):
                 whole = sentence_loss(model, tok, val_sentences, args.block_size)
                 history["sentences"].append(whole)
                 extra += f" | sentences {whole:.4f} (bound {bound:.4f})"
-            speed = tokens_per_step * (step - last_step) / (now - last_time)
-            line = _progress(step, args.steps, float(np.mean(recent)), speed, now - start,
-                             extra)
-            print(("\r" + line + "\033[K") if interactive else line, flush=True)
-            last_step, last_time, recent = step, time.perf_counter(), []
-        elif interactive and step % 10 == 0:
-            speed = tokens_per_step * (step - last_step) / max(now - last_time, 1e-9)
-            print("\r" + _progress(step, args.steps, float(np.mean(recent)), speed,
-                                   now - start) + "\033[K", end="", flush=True)
-    seconds = time.perf_counter() - start
-    print(f"trained {args.steps} steps in {seconds:.1f}s")
+        progress.step(step, loss, extra)
+    print(f"trained {args.steps} steps in {progress.seconds():.1f}s")
 
     plot(history, bound, os.path.join(args.out, "loss.png"))
     judged = write_samples(model, tok, prompts, os.path.join(args.out, "samples.txt"),

@@ -1,11 +1,12 @@
-"""The handout: generated from reference/, free of solutions, and its public tests work."""
+"""The handout: generated from reference/, free of solutions; the contract ships in the repository
+and the docs name all of it. The public tests and train.py: test_handout_public.py."""
 
+import ast
 import importlib.util
 import json
-import os
+import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,13 @@ def test_generator_output_is_deterministic():
     assert make_handout.render_handout(REFERENCE) == make_handout.render_handout(REFERENCE)
 
 
-def test_generator_never_writes_the_makefile_or_the_tests():
+def test_generator_writes_only_generated_files_and_never_the_hand_written_tests():
     names = set(make_handout.render_handout(REFERENCE))
-    assert not any(name == "Makefile" or name.startswith("tests") for name in names), names
+    assert "Makefile" not in names and "pytest.ini" not in names, names
+    tests = {name for name in names if name.startswith("tests")}
+    assert tests == {make_handout.PUBLIC_CASES}, tests  # the recorded cases, never a test file
+    outside = {name for name in names if name.startswith("..")}
+    assert outside == {"../docs/CONTRACT.md"}, outside  # only its generated table of added rows
 
 
 # (b) no solution line leaks into handout/
@@ -102,48 +107,7 @@ def test_no_solution_line_appears_in_the_handout():
     assert not leaks, "solution lines in the handout:\n" + "\n".join(sorted(leaks))
 
 
-# (c) the public tests pass on the reference and fail on the stubs
-
-def _run_public_tests(hw_dir, test_files, tmp_path):
-    """Run handout/tests on the homework files in hw_dir: {test name: failure text or None}."""
-    report = tmp_path / "report.xml"
-    env = {**os.environ, "HW_DIR": str(hw_dir), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"--junitxml={report}", *test_files],
-        cwd=HANDOUT, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert report.is_file(), f"pytest wrote no report:\n{proc.stdout}\n{proc.stderr}"
-    results = {}
-    for case in ET.parse(report).iter("testcase"):
-        problem = case.find("failure")
-        if problem is None:
-            problem = case.find("error")
-        name = f"{case.get('classname')}.{case.get('name')}"
-        results[name] = None if problem is None else f"{problem.get('message')}\n{problem.text}"
-    assert results, f"no public tests ran:\n{proc.stdout}\n{proc.stderr}"
-    return results
-
-
-def test_public_tests_all_pass_on_the_reference(tmp_path):
-    results = _run_public_tests(REFERENCE, ["tests"], tmp_path)
-    failed = {name: text for name, text in results.items() if text is not None}
-    assert not failed, "public tests fail on reference/:\n" + "\n".join(
-        f"{name}: {text}" for name, text in failed.items())
-
-
-def test_public_tests_all_fail_on_the_stubs_saying_not_implemented_yet(tmp_path):
-    files = ["tests/test_attention.py"]
-    if (HANDOUT / "tests" / "test_gpt.py").is_file() and (HANDOUT / "gpt.py").is_file():
-        files.append("tests/test_gpt.py")
-    results = _run_public_tests(HANDOUT, files, tmp_path)
-    wrong = {name: text for name, text in results.items()
-             if text is None or "not implemented yet" not in text}
-    assert not wrong, "on the stubs, these public tests do not fail with 'not implemented yet':\n" \
-        + "\n".join(f"{name}: {'passed' if text is None else text}" for name, text in wrong.items())
-
-
-# (d) the marker rules of the generator
+# (c) the marker rules of the generator
 
 METHOD = '''class Model:
     def forward(self, x):
@@ -213,3 +177,86 @@ def test_notebook_cells_have_stable_ids_and_no_outputs():
 def test_notebook_source_may_not_hold_solution_markers():
     with pytest.raises(make_handout.MarkerError):
         make_handout.render_notebook("# %%\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n")
+
+
+# (d) the contract ships in the repository, and nothing points outside it
+
+CONTRACT = ROOT / "docs" / "CONTRACT.md"
+
+
+def _reference_contract_names():
+    """The public functions and classes of reference/attention.py and gpt.py, and the methods
+    with a solution region other than forward (GPT.generate)."""
+    names = set()
+    for file in ("attention.py", "gpt.py"):
+        source = (REFERENCE / file).read_text(encoding="utf-8")
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                names |= {item.name for item in node.body if isinstance(item, ast.FunctionDef)
+                          and not item.name.startswith("_") and item.name != "forward"
+                          and make_handout.BEGIN in (ast.get_source_segment(source, item) or "")}
+    return names
+
+
+def _contract_table_names():
+    """The names in the first column of the Part A and Part B tables of docs/CONTRACT.md."""
+    names, part = set(), False
+    for line in CONTRACT.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            part = line.startswith(("## Part A", "## Part B"))
+        match = re.match(r"\| `(?:\w+\.)?(\w+)", line) if part else None
+        if match:
+            names.add(match[1])
+    return names
+
+
+def test_the_contract_names_exactly_the_reference_functions_and_classes():
+    in_code, in_contract = _reference_contract_names(), _contract_table_names()
+    assert len(in_code) >= 20, sorted(in_code)
+    assert in_contract == in_code, (f"only in docs/CONTRACT.md: {sorted(in_contract - in_code)}; "
+                                    f"only in reference/: {sorted(in_code - in_contract)}")
+
+
+@pytest.mark.parametrize("doc", ["docs/CONTRACT.md", "handout/README.md", "handout/CONTRACT.md"])
+def test_the_docs_name_every_contract_entry(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    missing = sorted(name for name in _reference_contract_names()
+                     if not re.search(rf"`(\w+\.)?{name}[`(]", text))
+    assert not missing, f"{doc} does not name {missing} (as `name`)"
+
+
+def test_the_handout_readme_links_the_contract_and_states_its_easy_to_miss_rules():
+    text = (HANDOUT / "README.md").read_text(encoding="utf-8")
+    assert "(CONTRACT.md)" in text
+    for rule in ("float32", "buffers", "scores zero on its own tests only", "pip install numpy torch pytest"):
+        assert rule in text, rule
+
+
+# built from pieces, so that this file does not match itself
+_OUTSIDE = re.compile(r"\.\./+shared\b|/" + "work/shared\\b")
+
+
+def _repository_files():
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+        return [ROOT / name for name in listed.split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: walk the tree
+        skip = {".git", ".venv", "out", "dist", "__pycache__", ".pytest_cache"}
+        return [p for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts)]
+
+
+def test_nothing_in_the_repository_points_outside_it():
+    files = _repository_files()
+    assert any(p.name == "CONTRACT.md" for p in files), "docs/CONTRACT.md is not in the listing"
+    hits = []
+    for path in files:
+        if not path.is_file():
+            continue  # deleted in the work tree
+        for number, line in enumerate(path.read_bytes().decode("utf-8", "replace").splitlines(), 1):
+            if _OUTSIDE.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not hits, "these lines point outside the repository (the contract is docs/CONTRACT.md):\n" \
+        + "\n".join(hits)

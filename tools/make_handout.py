@@ -9,9 +9,13 @@ In a reference file, every region from a ``### BEGIN SOLUTION`` line to its
 indentation; signatures, docstrings and everything else stay. Such files get a one-line
 header saying where they come from. Files without markers are copied verbatim.
 ``reference/recitation11.py`` (cells separated by ``# %%`` lines) becomes
-``handout/recitation11.ipynb``. Only the files named below are written: the hand-written
-``handout/Makefile`` and ``handout/tests/`` are never touched. The output depends on the
-reference files only, byte for byte.
+``handout/recitation11.ipynb``. ``docs/CONTRACT.md`` is copied to ``handout/CONTRACT.md``
+(students get the contract with the handout). The checks declared ``public=True`` become
+``handout/tests/public_cases.json`` (their cases and the reference's recorded outputs, run by
+the hand-written ``handout/tests/test_recorded.py``), and the points table of the hand-written
+``handout/README.md`` is rewritten between its markers from the checks' declarations. Nothing
+else of the hand-written ``README.md``, ``Makefile`` and ``tests/`` is touched. The output
+depends on these source files and the recorded data only, byte for byte.
 """
 
 from __future__ import annotations
@@ -28,10 +32,19 @@ ROOT = Path(__file__).resolve().parents[1]
 HANDOUT_FILES = ("attention.py", "gpt.py", "corpus.py", "train.py")
 # (source in reference/, notebook written to handout/)
 NOTEBOOK = ("recitation11.py", "recitation11.ipynb")
+# (source in the repository, copy written to handout/)
+CONTRACT = ("docs/CONTRACT.md", "CONTRACT.md")
+# the public tests recorded from the reference: the cases of the checks declared public=True
+PUBLIC_CASES = "tests/public_cases.json"
+# docs/CONTRACT.md's table of functions added with their checks (a concept module's CONTRACT_ROW)
+ADDED_MARKERS = ("<!-- added: rows that checks declare (CONTRACT_ROW), written by make handout -->", "<!-- /added -->")
+# handout/README.md's points table, between these lines, is written from the checks' declarations
+POINTS_MARKERS = ("<!-- points: written by make handout from the graded checks -->", "<!-- /points -->")
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 HEADER = "# Generated from reference/{name} by `make handout`; staff: edit it there, not here.\n"
+MARKDOWN_HEADER = "<!-- Generated from {name} by `make handout`; staff: edit it there, not here. -->\n"
 CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?(?:\s.*)?$")
 
 
@@ -154,8 +167,9 @@ def render_notebook(source: str, name: str = NOTEBOOK[0]) -> str:
     return nbformat.writes(nb).rstrip("\n") + "\n"
 
 
-def render_handout(reference: Path) -> dict[str, str]:
-    """Every generated handout file: path relative to handout/ -> text."""
+def render_handout(reference: Path, root: Path = ROOT) -> dict[str, str]:
+    """Every generated handout file: path relative to handout/ -> text. ``root`` is the
+    repository that holds ``docs/CONTRACT.md``."""
     files = {}
     for name in HANDOUT_FILES:
         path = reference / name
@@ -164,7 +178,59 @@ def render_handout(reference: Path) -> dict[str, str]:
     source, target = NOTEBOOK
     if (reference / source).is_file():
         files[target] = render_notebook((reference / source).read_text(encoding="utf-8"), source)
+    source, target = CONTRACT
+    if (root / source).is_file():
+        contract = with_added_rows((root / source).read_text(encoding="utf-8"), root)
+        files[f"../{source}"] = contract  # the rows a TA's new check declares join the contract itself
+        files[target] = MARKDOWN_HEADER.format(name=source) + contract
+    files[PUBLIC_CASES] = public_cases(root)
+    readme = reference.parent / "handout" / "README.md"
+    if readme.is_file():
+        files["README.md"] = with_points_table(readme.read_text(encoding="utf-8"), root)
     return files
+
+
+def public_cases(root: Path = ROOT) -> str:
+    """The cases of the checks declared public, with the reference's recorded outputs (JSON)."""
+    sys.path.insert(0, str(root))
+    from autograder.checks import public
+    return public.as_json()
+
+
+def points_table(root: Path = ROOT) -> str:
+    """The markdown table of what each contract name is worth, from the checks' declarations."""
+    sys.path.insert(0, str(root))
+    from autograder.checks import contract
+    rows = ["| part | file | what is graded first | points |", "| --- | --- | --- | --- |"]
+    for part, names in contract.points().items():
+        total = sum(names.values())
+        module = contract.MODULES[part]
+        rows += [f"| {part} | `{module}.py` | `{name}` | {points:g} |" for name, points in names.items()]
+        rows.append(f"| {part} | | **total** | **{total:g}** |")
+    return "\n".join(rows) + "\n"
+
+
+def with_added_rows(contract: str, root: Path = ROOT) -> str:
+    """``contract`` with, between the added-rows markers (in its Part A section), a table of the
+    ``CONTRACT_ROW`` of every Part A concept that declares one (a function added by a TA)."""
+    begin, end = ADDED_MARKERS
+    if begin not in contract or end not in contract:
+        return contract
+    sys.path.insert(0, str(root))
+    from autograder.checks.part_a import base
+    rows = [m.CONTRACT_ROW for m in base.concepts().values() if getattr(m, "CONTRACT_ROW", None)]
+    table = "".join(["| name | contract |\n| --- | --- |\n"] + [f"{row}\n" for row in rows]) if rows else ""
+    head, rest = contract.split(begin, 1)
+    return head + begin + "\n" + table + end + rest.split(end, 1)[1]
+
+
+def with_points_table(readme: str, root: Path = ROOT) -> str:
+    """``readme`` with the text between the points markers replaced by ``points_table``."""
+    begin, end = POINTS_MARKERS
+    if begin not in readme or end not in readme:
+        return readme
+    head, rest = readme.split(begin, 1)
+    return head + begin + "\n" + points_table(root) + end + rest.split(end, 1)[1]
 
 
 def stale_files(files: dict[str, str], handout: Path) -> list[str]:

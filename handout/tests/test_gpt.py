@@ -2,16 +2,18 @@
 
 Run them with `make test` in the handout folder. The graded tests check more (values against
 the reference, weights loaded by name, training quality), so passing these is a good sign,
-not a guarantee.
+not a guarantee. Without torch, this whole file is skipped (Part A's tests still run).
 """
 
 import math
 
 import pytest
-import torch
-from torch.nn import functional as F
 
-from gpt import GPT, GPTConfig, perplexity, sample_next_token
+torch = pytest.importorskip(
+    "torch", reason="Part B needs PyTorch: pip install torch (the CPU build is enough)")
+
+from gpt import GPT, CausalSelfAttention, GPTConfig, perplexity, sample_next_token  # noqa: E402 - after importorskip(torch)
+from torch.nn import functional as F  # noqa: E402 (after the check that torch is installed)
 
 V, BLOCK = 11, 8  # a tiny vocabulary and context, so every test runs in milliseconds
 
@@ -95,6 +97,34 @@ def test_the_position_of_a_token_changes_its_logits():
     assert not torch.allclose(logits[0, 0], logits[0, 3]), "are position embeddings added?"
 
 
+def test_attention_divides_the_scores_by_sqrt_of_the_head_size():
+    # Part A's lecture example with d_k = 4, inside CausalSelfAttention: n_embd 8, 2 heads of
+    # size hs = 4. q = k = v = x (c_attn is three identities) and c_proj is the identity.
+    # Head 1 sees columns 0-3 of x, head 2 columns 4-7, all zero here (its output is 0).
+    config = GPTConfig(vocab_size=V, block_size=BLOCK, n_layer=1, n_head=2, n_embd=8)
+    attn = CausalSelfAttention(config).eval()
+    with torch.no_grad():
+        for name, p in attn.named_parameters():  # weights are (out, in) in nn.Linear
+            p.zero_()
+            if name == "c_attn.weight":
+                p.copy_(torch.eye(8).repeat(3, 1))  # (24, 8)
+            elif name == "c_proj.weight":
+                p.copy_(torch.eye(8))
+        x = torch.tensor([[[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
+                           [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                           [0.0, 0.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0]]])  # (B, T, C) = (1, 3, 8)
+        out = attn(x)
+    # head 1's weights, softmax(q k^T / sqrt(4)) with the future masked (see test_attention.py):
+    #   row 2: [0.26894, 0.73106], row 3: [0.11731, 0.01588, 0.86681]
+    # so row 2 = 0.26894 * x1 + 0.73106 * x2, row 3 = 0.11731 * x1 + 0.01588 * x2 + 0.86681 * x3
+    expected = torch.tensor([[[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
+                              [1.73106, 0.26894, 0.26894, 0.26894, 0.0, 0.0, 0.0, 0.0],
+                              [0.14906, 0.11731, 1.85094, 1.85094, 0.0, 0.0, 0.0, 0.0]]])
+    assert out.shape == (1, 3, 8)
+    assert torch.allclose(out, expected, atol=1e-4), \
+        f"got\n{out}\nexpected\n{expected}\n(are the scores divided by sqrt(head size) = 2?)"
+
+
 def test_attention_is_computed_by_hand(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("compute attention yourself, without scaled_dot_product_attention")
@@ -134,6 +164,22 @@ def test_sample_next_token_with_the_same_generator_seed_repeats_itself():
     first = sample_next_token(logits, generator=torch.Generator().manual_seed(7))
     second = sample_next_token(logits, generator=torch.Generator().manual_seed(7))
     assert first.tolist() == second.tolist()
+
+
+def test_sample_next_token_at_temperature_one_half_follows_softmax_of_logits_over_temperature():
+    # logits log([1, 2, 4]) divided by temperature 0.5 are log([1, 4, 16]), so the tokens are
+    # drawn with probabilities [1, 4, 16] / 21 = [0.048, 0.190, 0.762]. (Multiplying by the
+    # temperature instead gives [1, 1.41, 2] / 4.41 = [0.23, 0.32, 0.45].)
+    n = 2000
+    logits = torch.log(torch.tensor([1.0, 2.0, 4.0])).repeat(n, 1)  # (n, 3)
+    got = sample_next_token(logits, temperature=0.5, generator=torch.Generator().manual_seed(0))
+    assert got.shape == (n,)
+    frequencies = torch.bincount(got, minlength=3).double() / n
+    expected = torch.tensor([1.0, 4.0, 16.0], dtype=torch.double) / 21
+    # Each frequency of n = 2000 fair draws is within 0.1 of its probability, except with
+    # probability below 2 * exp(-2 * n * 0.1**2) = 1e-17 (Hoeffding's inequality).
+    assert torch.allclose(frequencies, expected, atol=0.1), \
+        f"token frequencies {frequencies.tolist()}, expected {expected.tolist()} (within 0.1)"
 
 
 def test_negative_temperature_raises_value_error():
@@ -178,5 +224,5 @@ def test_perplexity_is_exp_of_the_mean_loss():
     model = tiny_model()
     windows = random_tokens(3, BLOCK + 1)
     with torch.no_grad():
-        _, loss = model(windows[:, :-1], windows[:, 1:])
+        _, loss = model(windows[:, :-1].contiguous(), windows[:, 1:].contiguous())
     assert math.isclose(perplexity(model, windows), math.exp(loss.item()), rel_tol=1e-5)
