@@ -8,7 +8,7 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 EXPORT     ?=
 
-.PHONY: install demo test handout reference check-reference autograder regrade validate bench clean
+.PHONY: install demo test lint handout reference check-reference autograder regrade validate bench clean
 
 install: $(STAMP)
 
@@ -23,6 +23,9 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check .
 
 handout: install
 	$(PY) tools/make_handout.py
@@ -44,7 +47,7 @@ validate: install
 	$(PY) tools/validate.py
 
 bench: install
-	$(PY) tools/bench.py
+	$(PY) tools/bench.py --docs
 
 clean:
 	rm -rf out dist bench.json .pytest_cache
