@@ -16,9 +16,10 @@ import sys
 import time
 
 from .grade import grade
-from .regrade import OUT_ENV, SUBMISSION_ENV
+from .launch import OUT_ENV, SUBMISSION_ENV
 from .report import print_table
 from .results.clean import one_line
+from .sandbox import procs
 
 
 def _process_start():
@@ -26,10 +27,9 @@ def _process_start():
     counts loading and imports too (Linux: /proc/self/stat; elsewhere: now)."""
     now = time.monotonic()
     try:
-        with open("/proc/self/stat", "rb") as f:
-            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
+        ticks = int(procs.stat_fields("self")[19])  # field 22, starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / procs.TICKS
+    except (TypeError, ValueError, IndexError, AttributeError):
         return now
     return now - age if 0 <= age < 3600 else now
 

@@ -32,16 +32,6 @@ class Graded:
     error: str = ""          # why there is no document
 
 
-class _Peak(threading.Thread):
-    def __init__(self, pid, uid, period=0.02):
-        super().__init__(daemon=True)
-        self.pid, self.uid, self.period, self.peak, self.done = pid, uid, period, 0, threading.Event()
-
-    def run(self):
-        while not self.done.wait(self.period):
-            self.peak = max(self.peak, procs.tree_memory(self.pid, self.uid))
-
-
 def _stop(proc, grace=10.0):
     """SIGTERM lets the grade close its sandboxes and write its results; SIGKILL after ``grace``."""
     proc.send_signal(signal.SIGTERM)
@@ -63,9 +53,7 @@ def grade_in_process(submission, out, *, select=None, env=None, timeout=None, lo
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=PACKAGE_PARENT, env=child_env, stdin=subprocess.DEVNULL,
                             stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT if log else subprocess.DEVNULL)
-    peak = _Peak(proc.pid, uid) if watch else None
-    if peak:
-        peak.start()
+    peak = procs.TreeWatch(proc.pid, uid).start() if watch else None
     timer = threading.Timer(timeout, _stop, (proc,)) if timeout else None
     if timer:
         timer.start()
@@ -76,8 +64,7 @@ def grade_in_process(submission, out, *, select=None, env=None, timeout=None, lo
         if timer:
             timer.cancel()
         if peak:
-            peak.done.set()
-            peak.join()
+            peak.stop()
     timed_out = bool(timer) and time.monotonic() - start >= timeout
     graded = Graded(None, proc.returncode, time.monotonic() - start, usage.ru_utime + usage.ru_stime,
                     peak.peak if peak else 0, timed_out)

@@ -34,11 +34,6 @@ from .sandbox import limits
 SUBMISSION_ENV, OUT_ENV = launch.SUBMISSION_ENV, launch.OUT_ENV
 
 
-def submissions(export):
-    """The submission folders of an export folder, sorted by name."""
-    return gradescope_export.subfolders(export)
-
-
 def sandbox_users():
     """Users a grade may run student code as, one per concurrent grade (None: not root, no limit)."""
     if limits.running_as_root() and os.environ.get("AUTOGRADER_SANDBOX_USER"):

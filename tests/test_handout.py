@@ -1,7 +1,6 @@
 """The handout: generated from reference/, free of solutions; the contract ships in the repository
 and the docs name all of it. The public tests and train.py: test_handout_public.py."""
 
-import ast
 import importlib.util
 import json
 import re
@@ -10,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import reference_public_names
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reference"
@@ -184,22 +185,6 @@ def test_notebook_source_may_not_hold_solution_markers():
 CONTRACT = ROOT / "docs" / "CONTRACT.md"
 
 
-def _reference_contract_names():
-    """The public functions and classes of reference/attention.py and gpt.py, and the methods
-    with a solution region other than forward (GPT.generate)."""
-    names = set()
-    for file in ("attention.py", "gpt.py"):
-        source = (REFERENCE / file).read_text(encoding="utf-8")
-        for node in ast.parse(source).body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
-                names.add(node.name)
-            if isinstance(node, ast.ClassDef):
-                names |= {item.name for item in node.body if isinstance(item, ast.FunctionDef)
-                          and not item.name.startswith("_") and item.name != "forward"
-                          and make_handout.BEGIN in (ast.get_source_segment(source, item) or "")}
-    return names
-
-
 def _contract_table_names():
     """The names in the first column of the Part A and Part B tables of docs/CONTRACT.md."""
     names, part = set(), False
@@ -213,7 +198,7 @@ def _contract_table_names():
 
 
 def test_the_contract_names_exactly_the_reference_functions_and_classes():
-    in_code, in_contract = _reference_contract_names(), _contract_table_names()
+    in_code, in_contract = reference_public_names("attention.py", "gpt.py"), _contract_table_names()
     assert len(in_code) >= 20, sorted(in_code)
     assert in_contract == in_code, (f"only in docs/CONTRACT.md: {sorted(in_contract - in_code)}; "
                                     f"only in reference/: {sorted(in_code - in_contract)}")
@@ -222,7 +207,7 @@ def test_the_contract_names_exactly_the_reference_functions_and_classes():
 @pytest.mark.parametrize("doc", ["docs/CONTRACT.md", "handout/README.md", "handout/CONTRACT.md"])
 def test_the_docs_name_every_contract_entry(doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
-    missing = sorted(name for name in _reference_contract_names()
+    missing = sorted(name for name in reference_public_names("attention.py", "gpt.py")
                      if not re.search(rf"`(\w+\.)?{name}[`(]", text))
     assert not missing, f"{doc} does not name {missing} (as `name`)"
 

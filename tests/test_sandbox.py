@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from attacks import hostile_wire, kit
-from autograder.sandbox import Sandbox, StudentError, limits
+from autograder.sandbox import StudentError, limits
 from autograder.sandbox.runner import OUTPUT_CAP
 from autograder.sandbox.worker import wire
+from conftest import call, sandbox_for
 
 ROOT = limits.running_as_root()
 as_root = pytest.mark.skipif(not ROOT, reason="needs root (CI and Gradescope run as root)")
@@ -30,16 +31,11 @@ def sandbox(tmp_path):
     made = []
 
     def make(source, **options):
-        (tmp_path / "student.py").write_text(textwrap.dedent(source))
-        made.append(Sandbox(str(tmp_path), **options))
+        made.append(sandbox_for(tmp_path, source, **options))
         return made[-1]
     yield make
     for sb in made:
         sb.close()
-
-
-def call(sb, name, *args, timeout=None):
-    return sb.call("call", module="student", name=name, args=list(args), timeout=timeout)["value"]
 
 
 # -- who the student's code runs as --------------------------------------------------------------
@@ -69,26 +65,6 @@ def test_student_code_runs_unprivileged_in_its_own_session(sandbox):
             assert gid == sb.user[2] and mode & 0o007 == 0, (path, gid, oct(mode))
     else:
         assert who["uid"] == os.getuid()
-
-
-@as_root
-def test_student_code_has_no_network_where_the_kernel_allows(sandbox):
-    sb = sandbox("""
-        import os, socket
-        def net():
-            try:
-                socket.create_connection(("127.0.0.1", 9), timeout=1)
-                reached = True
-            except OSError:
-                reached = False
-            return {"ns": os.readlink("/proc/self/ns/net"), "reached": reached}
-    """)
-    got = call(sb, "net")
-    assert not got["reached"]
-    if limits.network_namespace_possible():
-        assert got["ns"] != os.readlink("/proc/self/ns/net") and sb.isolation["network"] == "namespace"
-    else:  # Docker's default capabilities: the worker's seccomp filter (tests/test_sandbox_isolation.py)
-        assert sb.isolation["network"] == "seccomp"
 
 
 # -- time ------------------------------------------------------------------------------------------

@@ -4,12 +4,12 @@ machine or half a vCPU does not cut off correct code, and hiding work in a child
 escape the limit. Checked with the kernel's accounting (a cpuacct cgroup) and without it
 (/proc, as in Docker)."""
 import os
-import textwrap
 import time
 
 import pytest
 
-from autograder.sandbox import Sandbox, StudentError, runner
+from autograder.sandbox import StudentError, runner
+from conftest import call, sandbox_for
 
 MODES = ["cgroup", "proc"]
 
@@ -44,17 +44,11 @@ SOURCE = """
 def sb(request, tmp_path, monkeypatch):
     if request.param == "proc":
         monkeypatch.setenv("AUTOGRADER_SANDBOX_NO_CGROUP", "1")
-    (tmp_path / "student.py").write_text(textwrap.dedent(SOURCE))
-    os.chmod(tmp_path, 0o755)
-    with Sandbox(str(tmp_path)) as sandbox:
+    with sandbox_for(tmp_path, SOURCE) as sandbox:
         sandbox.call("has", module="student", names=["ok"])
         if os.geteuid() == 0:
             assert sandbox.isolation["cpu_time"] == ("cgroup" if request.param == "cgroup" else "/proc")
         yield sandbox
-
-
-def call(sb, name, *args, **kw):
-    return sb.call("call", module="student", name=name, args=list(args), **kw)["value"]
 
 
 def test_waiting_is_not_charged_as_cpu_time(sb):

@@ -6,12 +6,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import textwrap
 
 import pytest
 
 from attacks import kit
 from autograder.sandbox import Sandbox, limits
+from conftest import call, sandbox_for
 
 pytestmark = pytest.mark.skipif(not limits.running_as_root(), reason="needs root (CI and Gradescope run as root)")
 MB = 2**20
@@ -70,25 +70,17 @@ def free_mb(folder):
     return st.f_bavail * st.f_frsize / MB
 
 
-def submission(folder, source):
-    os.makedirs(folder, mode=0o755, exist_ok=True)
-    with open(os.path.join(folder, "student.py"), "w") as f:
-        f.write(textwrap.dedent(source))
-    return folder
-
-
 def test_a_process_that_filled_the_temp_folder_is_killed_and_its_files_removed(small_tmp, tmp_path):
-    sub = submission(str(tmp_path / "sub"), FILL + "def ok():\n    return 1\n")
-    with Sandbox(sub) as sb:
-        assert sb.call("call", module="student", name="start_filling", args=[small_tmp])["value"] == "full"
+    with sandbox_for(tmp_path / "sub", FILL + "def ok():\n    return 1\n") as sb:
+        assert call(sb, "start_filling", small_tmp) == "full"
         assert free_mb(small_tmp) < 1
         uid = sb.user[1]
     assert free_mb(small_tmp) > SIZE_MB - 1, "the space is back"
     assert not [e for e in os.scandir(small_tmp) if e.stat(follow_symlinks=False).st_uid == uid]
     with open(os.path.join(small_tmp, "results.json"), "wb") as f:  # what the grade writes at the end
         f.write(b" " * MB)
-    with Sandbox(sub) as sb:  # and the next part's sandbox can stage its copies
-        assert sb.call("call", module="student", name="ok")["value"] == 1
+    with Sandbox(str(tmp_path / "sub")) as sb:  # and the next part's sandbox can stage its copies
+        assert call(sb, "ok") == 1
 
 
 LITTER = """
@@ -106,9 +98,8 @@ def litter():
 
 def test_files_in_shared_folders_and_system_v_memory_are_removed(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_SANDBOX_NO_NETNS", "1")  # no private IPC namespace, as in Docker
-    sub = submission(str(tmp_path / "sub"), LITTER)
-    with Sandbox(sub) as sb:
-        shmid = sb.call("call", module="student", name="litter")["value"]
+    with sandbox_for(tmp_path / "sub", LITTER) as sb:
+        shmid = call(sb, "litter")
         uid = sb.user[1]
         assert shmid >= 0 and f" {shmid} " in open("/proc/sysvipc/shm").read()
         assert [f for f in os.listdir("/var/tmp") if f.startswith("ag-test-litter-")]

@@ -4,7 +4,6 @@ for it (a memory cgroup) and where the sandbox must find it in /proc (no cgroup,
 Docker); the files are gone afterwards and the next call works."""
 import os
 import textwrap
-import threading
 import time
 
 import pytest
@@ -34,20 +33,18 @@ HOARD = """
 """
 
 
-class Peak(threading.Thread):
+class Peak(procs.TreeWatch):
     """Peak bytes of this process, its descendants, the sandbox uid's processes and the
     memory-backed files they hold or own in /dev/shm, every 20 ms."""
 
     def __init__(self, uid):
-        super().__init__(daemon=True)
-        self.uid, self.peak, self.done, self.devices = uid, 0, threading.Event(), procs.shmem_devices()
+        super().__init__(os.getpid(), uid)
+        self.devices = procs.shmem_devices()
 
-    def run(self):
-        while not self.done.wait(0.02):
-            table = procs.table()
-            members = procs.descendants({os.getpid()}, table) | set(procs.of_user(self.uid, table))
-            files = procs.shm_files(members, self.devices, self.uid)
-            self.peak = max(self.peak, procs.tree_memory(os.getpid(), self.uid) + sum(files.values()))
+    def sample(self):
+        table = procs.table()
+        members = procs.descendants({self.root}, table) | set(procs.of_user(self.uid, table))
+        return super().sample() + sum(procs.shm_files(members, self.devices, self.uid).values())
 
 
 @pytest.mark.parametrize("accounting", ["cgroup", "watch"])
@@ -58,15 +55,10 @@ def test_memory_held_in_memfds_or_shared_memory_is_a_memory_error(tmp_path, monk
     (tmp_path / "student.py").write_text(textwrap.dedent(HOARD))
     os.chmod(tmp_path, 0o755)
     with Sandbox(str(tmp_path)) as sb:
-        peak = Peak(sb.user[1])
-        peak.start()
-        start = time.monotonic()
-        try:
+        with Peak(sb.user[1]) as peak:
+            start = time.monotonic()
             with pytest.raises(StudentError) as e:
                 sb.call("call", module="student", name="hoard", args=[where], timeout=30)
-        finally:
-            peak.done.set()
-            peak.join()
         assert sb.isolation["memory"] == ("cgroup" if accounting == "cgroup" else "watch of /proc")
         assert e.value.kind == "memory", str(e.value)
         assert time.monotonic() - start < 20

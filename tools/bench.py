@@ -1,7 +1,8 @@
 """Prove the grader fast and small: time and memory of grades, the public tests, the zip, the
 reference GPT's training speed and quality, against the budgets. Prints one report, writes
 bench.json, and with --docs records the figures in docs/measured.json and rewrites the
-figures the README and docs/WORKFLOWS.md quote from it (between <!-- m:KEY --> markers).
+figures the docs quote from it (between <!-- m:KEY --> markers; tools/docfigures.py's DOCS:
+README.md, docs/WORKFLOWS.md, docs/THREAT_MODEL.md, docs/CALIBRATION.md).
 
     .venv/bin/python tools/bench.py [--out bench.json] [--skip-zip] [--skip-train] [--strict] [--docs]
 
@@ -114,6 +115,7 @@ def train_quality():
     the reference's weights judged as a grade judges them (NumPy GPT-2, samples drawn here)."""
     import numpy as np
     import torch
+    from calibrate_quality import build  # tools/, on the path
     from torch import nn
     from torch.nn import functional as F
 
@@ -145,11 +147,7 @@ def train_quality():
     q = data.meta("part_b")["quality"]
     d = quality_data.data(corpus, q)
     torch.set_num_threads(1)  # as the grader's worker
-    model = gpt.GPT(gpt.GPTConfig(**d.config))
-    params = dict(model.named_parameters(remove_duplicate=False))
-    with torch.no_grad():
-        for name, value in d.init.items():
-            params[name].copy_(torch.as_tensor(value))
+    model = build(gpt, d, "reference")
     torch.manual_seed(0)
     cfg = d.config
     plain = Plain(cfg["vocab_size"], cfg["block_size"], cfg["n_layer"], cfg["n_head"], cfg["n_embd"])
@@ -162,8 +160,7 @@ def train_quality():
     tokens = d.starts.size * cfg["block_size"]
     w = {n: p.detach().numpy() for n, p in model.named_parameters(remove_duplicate=False)}
     start = time.perf_counter()
-    loss = quality_data.val_loss(w, d)
-    judged = quality_data.judge(quality_data.samples(w, d, q), d.tok, corpus)
+    loss, judged = quality_data.evaluate(w, d, q, corpus)
     H = corpus.entropy_per_char()
     return dict(train_tokens_per_s=round(tokens / seconds["reference"]),
                 plain_tokens_per_s=round(tokens / seconds["plain"]),
@@ -207,7 +204,7 @@ def main(argv=None):
     parser.add_argument("--skip-train", action="store_true", help="no training throughput or quality")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is exceeded")
     parser.add_argument("--docs", action="store_true", help="record the figures in docs/measured.json and rewrite "
-                                                            "the figures README.md and docs/WORKFLOWS.md quote")
+                                                            f"the figures {', '.join(docfigures.DOCS)} quote")
     args = parser.parse_args(argv)
     os.makedirs(os.path.join(REPO, "out", "bench"), exist_ok=True)
     # As root, claim one sandbox uid for every grade of this run, so their processes can be counted.

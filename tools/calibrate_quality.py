@@ -121,9 +121,9 @@ def run_one(gpt, corpus, q, variant, seed):
                   examples=judged["sentences"][:4])
     if variant == "reference":  # what the grader computes from the returned weights, outside the model
         w = {n: p.detach().numpy() for n, p in model.named_parameters(remove_duplicate=False)}
-        result["grader_val_loss"] = round(quality_data.val_loss(w, d), 4)
-        result["grader_in_language"] = round(quality_data.judge(quality_data.samples(w, d, q), d.tok,
-                                                                corpus)["in_language"], 3)
+        grader_loss, grader_judged = quality_data.evaluate(w, d, q, corpus)
+        result["grader_val_loss"] = round(grader_loss, 4)
+        result["grader_in_language"] = round(grader_judged["in_language"], 3)
     return result
 
 

@@ -1,7 +1,7 @@
 """Figures the docs quote come from measurements, never from typing.
 
 ``make bench`` (tools/bench.py --docs) records its figures in docs/measured.json and rewrites
-every ``<!-- m:KEY -->...<!-- /m -->`` span of README.md and docs/WORKFLOWS.md with the
+every ``<!-- m:KEY -->...<!-- /m -->`` span of the files in DOCS with the
 figure KEY, formatted as FORMATS says. ``drift()`` lists the spans that do not say what
 docs/measured.json holds (tests/test_docs.py fails on any), so a hand edit cannot drift.
 """

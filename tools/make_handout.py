@@ -190,16 +190,22 @@ def render_handout(reference: Path, root: Path = ROOT) -> dict[str, str]:
     return files
 
 
+def _importable(root: Path) -> None:
+    """Put ``root`` (the repository holding the autograder package) on ``sys.path``, once."""
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
 def public_cases(root: Path = ROOT) -> str:
     """The cases of the checks declared public, with the reference's recorded outputs (JSON)."""
-    sys.path.insert(0, str(root))
+    _importable(root)
     from autograder.checks import public
     return public.as_json()
 
 
 def points_table(root: Path = ROOT) -> str:
     """The markdown table of what each contract name is worth, from the checks' declarations."""
-    sys.path.insert(0, str(root))
+    _importable(root)
     from autograder.checks import contract
     rows = ["| part | file | what is graded first | points |", "| --- | --- | --- | --- |"]
     for part, names in contract.points().items():
@@ -210,34 +216,43 @@ def points_table(root: Path = ROOT) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _splice(text: str, markers: tuple[str, str], body) -> str:
+    """``text`` with what lies between the ``markers`` lines replaced by ``body()`` (called only
+    when both markers are there); ``text`` unchanged otherwise."""
+    begin, end = markers
+    if begin not in text or end not in text:
+        return text
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + body() + end + rest.split(end, 1)[1]
+
+
 def with_added_rows(contract: str, root: Path = ROOT) -> str:
     """``contract`` with, between the added-rows markers (in its Part A section), a table of the
     ``CONTRACT_ROW`` of every Part A concept that declares one (a function added by a TA)."""
-    begin, end = ADDED_MARKERS
-    if begin not in contract or end not in contract:
-        return contract
-    sys.path.insert(0, str(root))
-    from autograder.checks.part_a import base
-    rows = [m.CONTRACT_ROW for m in base.concepts().values() if getattr(m, "CONTRACT_ROW", None)]
-    table = "".join(["| name | contract |\n| --- | --- |\n"] + [f"{row}\n" for row in rows]) if rows else ""
-    head, rest = contract.split(begin, 1)
-    return head + begin + "\n" + table + end + rest.split(end, 1)[1]
+    def table() -> str:
+        _importable(root)
+        from autograder.checks.part_a import base
+        rows = [m.CONTRACT_ROW for m in base.concepts().values() if getattr(m, "CONTRACT_ROW", None)]
+        return "".join(["| name | contract |\n| --- | --- |\n"] + [f"{row}\n" for row in rows]) if rows else ""
+    return _splice(contract, ADDED_MARKERS, table)
 
 
 def with_points_table(readme: str, root: Path = ROOT) -> str:
     """``readme`` with the text between the points markers replaced by ``points_table``."""
-    begin, end = POINTS_MARKERS
-    if begin not in readme or end not in readme:
-        return readme
-    head, rest = readme.split(begin, 1)
-    return head + begin + "\n" + points_table(root) + end + rest.split(end, 1)[1]
+    return _splice(readme, POINTS_MARKERS, lambda: points_table(root))
 
 
-def stale_files(files: dict[str, str], handout: Path) -> list[str]:
-    """The names in ``files`` whose copy in ``handout`` is missing or different."""
+def output_path(name: str, handout: Path, root: Path = ROOT) -> Path:
+    """Where generated file ``name`` goes: a ``../`` name (docs/CONTRACT.md) in the repository
+    ``root``, whatever ``--handout`` says; any other name in ``handout``."""
+    return root / name[3:] if name.startswith("../") else handout / name
+
+
+def stale_files(files: dict[str, str], handout: Path, root: Path = ROOT) -> list[str]:
+    """The names in ``files`` whose copy (at ``output_path``) is missing or different."""
     stale = []
     for name, text in files.items():
-        path = handout / name
+        path = output_path(name, handout, root)
         if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
             stale.append(name)
     return stale
@@ -266,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         return 1 if stale else 0
     for name in stale:
-        path = args.handout / name
+        path = output_path(name, args.handout)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(files[name].encode("utf-8"))
         print(f"wrote handout/{name}")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from gradescope_utils.autograder_utils import decorators as gs
 
+from ..results.model import number_key  # noqa: F401 - checks/base.py sorts with it
+
 PARTS = {"1": "part-a", "2": "part-b"}
 VISIBLE = "visible"  # shown before grades are published; every other visibility is hidden until then
 
@@ -62,11 +64,6 @@ def check(number, name, points, title, visibility=VISIBLE, also=()):
     """Declare a property check: ``@check("1.1.1", "softmax", 1, "softmax: rows sum to 1")``."""
     spec = Check(number, name, points, title, visibility, tuple(also))
     return lambda fn: apply(spec, fn)
-
-
-def number_key(number):
-    """Numbers are ``part.concept.test`` ("1.10.2"); they sort numerically."""
-    return tuple(int(p) if p.isdigit() else 10**6 for p in str(number or "").split(".")) or (10**6,)
 
 
 def slug(text):

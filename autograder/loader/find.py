@@ -135,6 +135,5 @@ def load(path, staged):
     Every string of ``found`` and ``notes`` is valid UTF-8 and holds no newline taken from a name."""
     os.makedirs(staged, exist_ok=True)
     submission = _load(os.path.abspath(path), staged)
-    submission.notes = [clean_note(n) for n in submission.notes]
-    submission.found = {m: (clean_note(w).replace("\n", "\\n") if w else None) for m, w in submission.found.items()}
+    submission.notes = [clean_note(n) for n in submission.notes]  # ``found`` holds escaped() names only
     return submission

@@ -10,34 +10,21 @@ loader puts in ``found`` or ``notes`` goes through here.
     quoted(name)          -> '"..."'          always quoted (what a limit cut)
     clean_note(text)      -> the text, valid UTF-8, only newlines and tabs left unescaped
 """
-import re
+from ..results.clean import _UNSAFE as _UNSAFE_IN_NOTE
+from ..results.clean import _escape, quote
 
 MAX_SHOWN = 160  # characters of a name shown; longer names are cut in the middle
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\\\\\"]")
-_UNSAFE_IN_NOTE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                             "\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", '"': '\\"'}
-
-
-def _escape(match):
-    ch = match.group()
-    code = ord(ch)
-    if ch in _NAMED:
-        return _NAMED[ch]
-    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def escaped(name):
     """``name`` on one line: control characters, surrogates, quotes and backslashes escaped."""
-    text = _UNSAFE.sub(_escape, str(name))
+    text = quote(str(name))[1:-1]  # results/clean.py's escaping, without its quotes
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN // 2] + "..." + text[-MAX_SHOWN // 2:]
 
 
 def plain(name):
-    return bool(name) and name.isprintable() and not _UNSAFE.search(name) and name.strip() == name
+    return (bool(name) and name.isprintable() and not _UNSAFE_IN_NOTE.search(name) and "\\" not in name
+            and '"' not in name and name.strip() == name)
 
 
 def shown(name):

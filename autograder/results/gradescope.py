@@ -124,9 +124,3 @@ def write_atomic(path, document):
     """Write ``document`` to ``path`` by replacing it in one step (see ``store.py``)."""
     from .store import replace_file
     replace_file(path, encode(document))
-
-
-def write_fallback(path, note="Grading did not finish."):
-    """Written before grading starts, so a results file exists whatever happens next.
-    Prefer ``store.reserve``, which also keeps room for the final document."""
-    write_atomic(path, crash_document(note))

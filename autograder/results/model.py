@@ -4,6 +4,11 @@ from dataclasses import dataclass, field
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
+def number_key(number):
+    """Numbers are ``part.concept.test`` ("1.10.2"); they sort numerically (other parts last)."""
+    return tuple(int(p) if p.isdigit() else 10**6 for p in str(number or "").split("."))
+
+
 @dataclass
 class TestResult:
     name: str
@@ -52,5 +57,5 @@ def from_runner_json(data, expected_tests):
                                       number=meta.get("number", ""), tags=list(meta.get("tags", [])),
                                       visibility=meta.get("visibility", "visible"),
                                       output="This test did not run (the grader skipped it); no points."))
-    results.sort(key=lambda r: tuple(int(p) if p.isdigit() else 10**6 for p in r.number.split(".")))
+    results.sort(key=lambda r: number_key(r.number))
     return results

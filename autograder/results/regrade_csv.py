@@ -11,6 +11,7 @@ import csv
 
 from .clean import one_line
 from .gradescope import CRASH_MESSAGE
+from .model import number_key
 
 PARTS = ("part-a", "part-b")
 MODULES = ("attention", "gpt")
@@ -18,10 +19,6 @@ GRADER_FAULT = "The grader failed on this test; this is not your fault"
 NO_FILES = "no attention.py, gpt.py or notebook found"
 STAFF_NOTES = "staff-only notes in results.json"
 NOT_SCORED = ("grader", "staff")  # tags of 0-point entries that are not tests (no column)
-
-
-def _number_key(number):
-    return tuple(int(p) if p.isdigit() else 10**6 for p in str(number or "").split("."))
 
 
 def crashed(document):
@@ -79,7 +76,7 @@ def rows(graded, people=None, *, has_metadata=False, without_folder=()):
     for document, _ in graded.values():
         for t in (document or {}).get("tests", []):
             if not set(NOT_SCORED) & set(t.get("tags") or []):
-                tests.setdefault(t["name"], _number_key(t.get("number")))
+                tests.setdefault(t["name"], number_key(t.get("number")))
     names = sorted(tests, key=lambda n: (tests[n], n))
     out = []
     entries = [(s, *graded[s], True) for s in graded] + [(s, None, "", False) for s in without_folder]

@@ -7,6 +7,8 @@ import ctypes
 import os
 import resource
 
+from . import uids
+
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -60,11 +62,8 @@ def child_setup(user, address_space, max_processes, cpu_seconds, file_bytes=64 *
         if user is not None:
             if namespaces:
                 _UNSHARE(CLONE_NEWNET | CLONE_NEWIPC)        # no network, private SysV IPC
-            _, uid, gid = user
             resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
+            uids.become(user)
         _PRCTL(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)             # setuid programs give it nothing; seccomp allowed
         os.umask(0o077)
     return setup

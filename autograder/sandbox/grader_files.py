@@ -6,7 +6,7 @@ import os
 import stat
 import sys
 
-from .uids import running_as_root
+from .uids import become, running_as_root
 
 
 def _inside(path, folder):
@@ -97,9 +97,7 @@ def unreachable(user, needed):
     if pid == 0:
         try:
             os.close(r)
-            os.setgroups([])
-            os.setresgid(user[2], user[2], user[2])
-            os.setresuid(user[1], user[1], user[1])
+            become(user)
             lines = [f"{path}\0{_blocker(path) or ''}" for path, mode in needed if not os.access(path, mode)]
             os.write(w, "\n".join(lines).encode("utf-8", "surrogateescape"))
         finally:

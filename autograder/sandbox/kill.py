@@ -5,7 +5,7 @@ import os
 import signal
 import time
 
-from . import procs
+from . import procs, uids
 
 
 def targets(user, root_pids, table):
@@ -18,15 +18,13 @@ def targets(user, root_pids, table):
     return [p for p in found if p in table and p not in keep]
 
 
-def _kill_every_process_of(uid, gid):
+def _kill_every_process_of(user):
     """One kill(-1, SIGKILL) as the sandbox user: the kernel signals all its processes at once,
     so a fork bomb cannot outrun it; it can reach no other user's process."""
     pid = os.fork()
     if pid == 0:
         try:
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
+            uids.become(user)
             os.kill(-1, signal.SIGKILL)
         finally:
             os._exit(0)
@@ -58,7 +56,7 @@ def kill_all(user, root_pids=(), rounds=50, cgroup_pids=None):
         if not [p for p in found if table[p].state != "Z"]:
             return
         if user is not None:
-            _kill_every_process_of(user[1], user[2])
+            _kill_every_process_of(user)
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)

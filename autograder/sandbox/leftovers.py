@@ -13,6 +13,8 @@ import shutil
 import stat
 import tempfile
 
+from . import procs
+
 FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock")
 IPC_RMID = 0
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -65,14 +67,8 @@ def _sysv(uid):
     """Remove the System V IPC objects of ``uid`` in this IPC namespace; how many."""
     removed = 0
     for kind, column, ctl in (("shm", "shmid", "shmctl"), ("sem", "semid", "semctl"), ("msg", "msqid", "msgctl")):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                header = f.readline().split()
-                rows = [dict(zip(header, line.split(), strict=False)) for line in f]
-        except OSError:
-            continue
         fn = getattr(_LIBC, ctl, None)
-        for row in rows:
+        for row in procs.sysv_rows(kind):
             try:
                 if uid in (int(row["uid"]), int(row["cuid"])) and fn is not None:
                     args = (int(row[column]), 0, IPC_RMID) if kind == "sem" else (int(row[column]), IPC_RMID, None)

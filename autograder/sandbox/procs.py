@@ -7,6 +7,7 @@ being read: /proc is a moving target.
 """
 import os
 import stat
+import threading
 from collections import namedtuple
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -88,15 +89,23 @@ def with_marker(marker):
 
 
 # -- CPU time ------------------------------------------------------------------------------------
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (bytes; [0] is field 3, the state),
+    or None. ``pid`` may be "self". Read as bytes: a process may name itself with any bytes."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def cpu(pid):
     """(ppid, seconds) of ``pid``: user + system time of all its threads (dead ones included)
     plus that of the children it has waited for (and theirs), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            rest = f.read().rsplit(")", 1)[1].split()
-        # rest[0] is field 3 (state): ppid 4, utime 14, stime 15, cutime 16, cstime 17
+    rest = stat_fields(pid)
+    try:  # ppid is field 4, utime 14, stime 15, cutime 16, cstime 17
         return int(rest[1]), sum(int(x) for x in rest[11:15]) / TICKS
-    except (OSError, IndexError, ValueError):
+    except (TypeError, IndexError, ValueError):
         return None
 
 
@@ -185,15 +194,23 @@ def sysv_shm_bytes(uid):
     of this IPC namespace)."""
     total = 0
     try:
-        with open("/proc/sysvipc/shm") as f:
-            header = f.readline().split()
-            for line in f:
-                row = dict(zip(header, line.split(), strict=False))
-                if uid in (int(row.get("uid", -1)), int(row.get("cuid", -1))):
-                    total += int(row.get("rss", row.get("size", 0)))
-    except (OSError, ValueError):
+        for row in sysv_rows("shm"):
+            if uid in (int(row.get("uid", -1)), int(row.get("cuid", -1))):
+                total += int(row.get("rss", row.get("size", 0)))
+    except ValueError:
         pass
     return total
+
+
+def sysv_rows(kind):
+    """The System V IPC objects of this IPC namespace of ``kind`` ("shm", "sem" or "msg"): the
+    rows of /proc/sysvipc/<kind> as {column: text}; [] when it cannot be read."""
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            header = f.readline().split()
+            return [dict(zip(header, line.split(), strict=False)) for line in f]
+    except (OSError, ValueError):
+        return []
 
 
 def tree_memory(root, uid=None, pss=False):
@@ -212,3 +229,46 @@ def tree_memory(root, uid=None, pss=False):
         else:
             total += resident(pid) or 0
     return total
+
+
+class TreeWatch:
+    """Peak memory of a process tree, sampled every ``interval`` s in a thread of its own:
+
+        with TreeWatch(proc.pid, uid=sandbox_uid) as watch:
+            proc.wait(timeout=240)
+        watch.peak   # the largest sample seen (also ``peak_bytes``); ``polls`` samples taken
+
+    A sample is ``tree_memory(root, uid, pss)``: ``root`` (default: this process), its
+    descendants and every process of ``uid``. Subclasses may override ``sample``."""
+
+    def __init__(self, root=None, uid=None, interval=0.02, pss=False):
+        self.root, self.uid, self.interval, self.pss = root or os.getpid(), uid, interval, pss
+        self.peak, self.polls = 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self):
+        return tree_memory(self.root, self.uid, self.pss)
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self.sample())
+            self.polls += 1
+
+    @property
+    def peak_bytes(self):
+        return self.peak
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

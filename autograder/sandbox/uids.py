@@ -24,6 +24,15 @@ def running_as_root():
     return os.geteuid() == 0
 
 
+def become(user):
+    """Become ``user`` (name, uid, gid) for good: no supplementary groups, then its gid, then its
+    uid (real, effective and saved). Only system calls: it runs between fork and exec too."""
+    _, uid, gid = user
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
 def sandbox_user():
     """(name, uid, gid) of the unprivileged user student code runs as, or None when not root.
 

@@ -15,7 +15,6 @@ import time
 import jsonschema
 
 from autograder.sandbox import procs
-from procwatch import TreeWatch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -125,4 +124,4 @@ def PeakMemory(uid, period=0.01, pss=False):
     """Peak of the summed resident memory of this process, its descendants and every process
     of ``uid``, sampled every ``period`` s: what Gradescope's 768 MB container limit would see.
     With ``pss``, pages shared with forks count once (slower)."""
-    return TreeWatch(os.getpid(), uid, period, pss)
+    return procs.TreeWatch(os.getpid(), uid, period, pss)

@@ -142,21 +142,30 @@ def sources(entry):
     return out
 
 
+NOTEBOOK_TITLE = "# HW11: attention and GPT-2"  # the notebook's first (markdown) cell
+
+
+def cell_sources(files):
+    """The code cells' sources of a notebook holding both parts of ``files`` ({name: text}): per
+    file of FILES, a cell per top-level statement (from its decorators; not the module
+    docstring), then an experiment cell the loader must skip."""
+    for name in FILES:
+        text = files[name]
+        lines = text.splitlines()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue  # the module docstring
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            yield "\n".join(lines[start - 1:node.end_lineno])
+        yield f"%matplotlib inline\nprint('done with {name}')"
+
+
 def _notebook(files, dest):
     """One .ipynb holding both parts, a cell per top-level statement, with prose and an
     experiment cell the loader must skip."""
     import nbformat
-    cells = [nbformat.v4.new_markdown_cell("# HW11: attention and GPT-2")]
-    for name in FILES:
-        text = files[name]
-        tree = ast.parse(text)
-        lines = text.splitlines()
-        for node in tree.body:
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue  # the module docstring
-            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            cells.append(nbformat.v4.new_code_cell("\n".join(lines[start - 1:node.end_lineno])))
-        cells.append(nbformat.v4.new_code_cell(f"%matplotlib inline\nprint('done with {name}')"))
+    cells = [nbformat.v4.new_markdown_cell(NOTEBOOK_TITLE)]
+    cells += [nbformat.v4.new_code_cell(source) for source in cell_sources(files)]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = os.path.join(dest, "hw11_submission.ipynb")

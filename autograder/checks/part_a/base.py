@@ -59,14 +59,6 @@ def recorded_cases():
     return [c for g in sorted(concepts()) for c in _cases(g) if c not in getattr(concepts()[g], "RAISES", ())]
 
 
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def record(call):
     """The expected outputs ``(arrays, meta)``: ``call(name, *args)`` runs the reference's
     ``attention.name``; arrays go to ``data/part_a.npz``, dicts and ints to ``part_a.json``."""
@@ -77,10 +69,19 @@ def record(call):
         if names:
             arrays.update({f"{case}.{n}": np.asarray(v) for n, v in zip(names, value)})
         elif isinstance(value, (dict, int, np.integer)):
-            meta[case] = _plain(value)
+            meta[case] = value  # written as JSON by make_reference
         else:
             arrays[case] = np.asarray(value)
     return arrays, meta
+
+
+def expected_output(case):
+    """The reference's recorded output on ``case``: an int or dict (``part_a.json``), else
+    {output: array} for a function of several outputs (``OUTPUTS``), else one array."""
+    if case in data.meta("part_a"):
+        return data.meta("part_a")[case]
+    names, arrays = getattr(concept(case), "OUTPUTS", None), data.arrays("part_a")
+    return {n: arrays[f"{case}.{n}"] for n in names} if names else arrays[case]
 
 
 def describe(function, inputs):
@@ -137,12 +138,6 @@ class PartATest(GradedTest):
                              args=list(args.values()), kwargs={})["value"]
         return args, value
 
-    def expected(self, key):
-        return data.arrays("part_a")[key]
-
-    def recorded(self, case):
-        return data.meta("part_a")[case]
-
     # -- verdicts --------------------------------------------------------------------------------
     def explain(self, message, function, inputs, value):
         hint = diagnose(function, inputs, value)
@@ -151,7 +146,7 @@ class PartATest(GradedTest):
     def output_array(self, function, inputs, value, *, what="the output", kinds=None):
         """``value`` as an array after the type and dtype checks; ``what`` names the output."""
         label = f"{describe(function, inputs)} -> {what}"
-        kinds = kinds or ("b" if function == "causal_mask" else "f")
+        kinds = kinds or getattr(concept_of(function), "KINDS", "f")
         a, msg = as_array(value, name=label)
         msg = msg or check_dtype(actual=a, kinds=kinds, name=label)
         if msg:
@@ -203,13 +198,13 @@ class PartATest(GradedTest):
             _, value = self.run_case(case)
         if case in data.meta("part_a"):
             return self._assert_recorded(case, function, args, value)
-        names = getattr(concept(case), "OUTPUTS", None)
+        names, want = getattr(concept(case), "OUTPUTS", None), expected_output(case)
         tol = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not None}
         arrays = []
         for index, what in enumerate(names or [None]):
             a, label = self.output_array(function, args, self.part_of(function, args, value, index if names else None),
                                          what=what or "the output")
-            msg = check_close(actual=a, expected=self.expected(f"{case}.{what}" if what else case), name=label, **tol)
+            msg = check_close(actual=a, expected=want[what] if names else want, name=label, **tol)
             if msg and not self.charged_elsewhere(case, args, a):
                 self.explain(msg, function, args, value)
             arrays.append(a)
@@ -236,7 +231,7 @@ class PartATest(GradedTest):
 
     def _assert_recorded(self, case, function, args, value):
         """A recorded int or dict of shapes (Recitation 11's exercises), compared exactly."""
-        call, want = describe(function, args), self.recorded(case)
+        call, want = describe(function, args), expected_output(case)
         hook = getattr(concept(case), "compare", None)
         if hook:
             msg = hook(value, want, call)

@@ -64,10 +64,11 @@ def forward(idx, targets=None, every_position=True, **options):
     return dict(options, fn="forward", idx=idx, targets=targets, every_position=every_position)
 
 
-def greedy_path(w, idx, new, crop=CONFIG["block_size"]):
-    """The argmax path from ``idx`` on weights ``w``, the context cropped to its last ``crop`` tokens."""
+def greedy_path(w, idx, new, crop=CONFIG["block_size"], bug=None, n_head=CONFIG["n_head"]):
+    """The argmax path from ``idx`` on weights ``w`` (of known bug ``bug``), the context cropped to
+    its last ``crop`` tokens."""
     for _ in range(new):
-        z = gpt2.logits(w, idx[:, -crop:], CONFIG["n_head"])[:, -1]
+        z = gpt2.logits(w, idx[:, -crop:], n_head, bug)[:, -1]
         idx = np.concatenate([idx, np.argmax(z, -1)[:, None]], axis=1)
     return idx
 

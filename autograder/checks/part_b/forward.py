@@ -4,9 +4,7 @@ from .. import gpt2
 from ..compare import check_close
 from ..spec import check
 from . import cases
-from .base import PartBTest, fmt_shape
-
-MODEL = ("CausalSelfAttention", "MLP", "Block")
+from .base import MODEL, PartBTest, fmt_shape
 
 
 class TestForward(PartBTest):

@@ -16,9 +16,7 @@ from gradescope_utils.autograder_utils import decorators as gs
 from .. import gpt2
 from ..spec import check
 from . import cases, quality_data, weights
-from .base import PartBTest
-
-MODEL = ("CausalSelfAttention", "MLP", "Block")
+from .base import MODEL, PartBTest
 
 
 class TestQuality(PartBTest):
@@ -60,8 +58,7 @@ class TestQuality(PartBTest):
                       f"({arch.replace('_', ' ')}; see tests 2.2.1 and 2.3.1), so its validation loss would not be "
                       "a prediction and is not scored")
         bug = None if arch == "reference" else arch
-        loss = quality_data.val_loss(w, d, bug)
-        judged = quality_data.judge(quality_data.samples(w, d, q, bug), d.tok, corpus)
+        loss, judged = quality_data.evaluate(w, d, q, corpus, bug)
         return dict(loss=loss, judged=judged, losses=np.asarray(out.get("losses", [])), arch=arch)
 
     def examples(self, judged, k=5):

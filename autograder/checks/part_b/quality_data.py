@@ -89,14 +89,19 @@ def judge(rows, tok, corpus):
             "distinct": len(set(sentences)) / n if n else 0.0}
 
 
+def evaluate(w, d, q, corpus, bug=None):
+    """(validation loss, ``judge`` of the samples) of nanoGPT-layout weights ``w``, both computed
+    here with the NumPy GPT-2 (``bug``: a deliberate mistake of ``checks/gpt2.py``'s)."""
+    return val_loss(w, d, bug), judge(samples(w, d, q, bug), d.tok, corpus)
+
+
 def record(run, corpus, q=QUALITY):
     """Train the reference with the grader's run and judge it as a student is judged: the
     recorded threshold is the reference's own validation loss, computed here."""
     d = data(corpus, q)
     trained = run("train", **train_args(d, q))
     w = weights.from_layout(trained["weights"], "out_in")
-    loss = val_loss(w, d)
-    judged = judge(samples(w, d, q), d.tok, corpus)
+    loss, judged = evaluate(w, d, q, corpus)
     return dict(q, **THRESHOLDS, reference_val_loss=loss, reference_val_ppl=float(np.exp(loss)),
                 reference_in_language=judged["in_language"], reference_distinct=judged["distinct"],
                 entropy_per_char=corpus.entropy_per_char())

@@ -7,9 +7,8 @@ import numpy as np
 
 from ..spec import check
 from . import cases, weights
-from .base import PartBTest, fmt_shape
+from .base import MODEL, PartBTest, fmt_shape
 
-MODEL = ("CausalSelfAttention", "MLP", "Block")
 FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "bias")  # the contract's order
 
 

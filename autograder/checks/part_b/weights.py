@@ -21,8 +21,6 @@ import numpy as np
 
 from ..gpt2 import LINEAR
 
-LAYOUTS = ("out_in", "in_out")
-
 
 def gpt2_parameters(config):
     """[(name, shape)] of GPT(config) in nanoGPT's layout, lm_head.weight included (tied)."""
@@ -38,12 +36,6 @@ def gpt2_parameters(config):
                    (h + "mlp.c_proj.weight", (C, 4 * C)), (h + "mlp.c_proj.bias", (C,))]
     return params + [("transformer.ln_f.weight", (C,)), ("transformer.ln_f.bias", (C,)),
                      ("lm_head.weight", (V, C))]
-
-
-def param_count(config):
-    """V*C + block_size*C + L*(12C^2 + 13C) + 2C (lm_head shares wte's matrix)."""
-    V, C, L = config["vocab_size"], config["n_embd"], config["n_layer"]
-    return V * C + config["block_size"] * C + L * (12 * C * C + 13 * C) + 2 * C
 
 
 def _is_linear(name):

@@ -154,16 +154,28 @@ def _patched_forward(gpt, module, idx):
     return {"used": sorted(set(used)), "logits": _array(logits)}
 
 
-def _every_position(gpt, idx, logits):
+def _every_position(gpt, idx, logits, needed_by=None, before_retry=None):
     """(B, T, V) logits of a model that gives only the last position's without targets (nanoGPT's
-    inference shortcut): its logits when asked with targets, (B*T, V) unflattened."""
+    inference shortcut): its logits when asked with targets, (B*T, V) unflattened. When neither
+    has that shape: ``logits`` as they are, or, with ``needed_by`` (who needs them), a bad_output
+    error. ``before_retry`` runs before the model is asked again."""
     B, T = np.shape(idx)
-    if logits.dim() == 3 and tuple(logits.shape[:2]) == (B, T):
+
+    def every(x):
+        return x.dim() == 3 and tuple(x.shape[:2]) == (B, T)
+    if every(logits):
         return logits
+    if before_retry:
+        before_retry()
     with_targets, _ = _forward(gpt, idx, np.zeros((B, T), dtype=np.int64))
     if with_targets.dim() == 2 and with_targets.shape[0] == B * T:
         with_targets = with_targets.reshape(B, T, -1)
-    return with_targets if with_targets.dim() == 3 and tuple(with_targets.shape[:2]) == (B, T) else logits
+    if every(with_targets):
+        return with_targets
+    if needed_by:
+        _fail(f"GPT.forward(idx) with idx (B, T) = {(B, T)} returned logits of shape {_shape(logits)}; {needed_by} "
+              f"needs every position's logits, (B, T, V) = {(B, T, 'V')}", "bad_output")
+    return logits
 
 
 def call_forward(gpt, module, idx, targets=None, no_builtins=False, repeat=1, every_position=False):
@@ -238,20 +250,12 @@ def call_gradient(gpt, module, idx, t, r):
 
     handles = [gpt.get_submodule("transformer.wte").register_forward_hook(on_wte),
                gpt.get_submodule("transformer.h.0").register_forward_pre_hook(on_block)]
-    B, T = np.shape(idx)
     try:
         with torch.enable_grad():
-            logits, _ = _forward(gpt, idx)
-            if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):  # the last position only: ask with targets
-                seen.clear()
-                logits, _ = _forward(gpt, idx, np.zeros((B, T), dtype=np.int64))
-                logits = logits.reshape(B, T, -1) if logits.dim() == 2 and logits.shape[0] == B * T else logits
+            logits = _every_position(gpt, idx, _forward(gpt, idx)[0], "the gradient probe", seen.clear)
     finally:
         for h in handles:
             h.remove()
-    if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):
-        _fail(f"GPT.forward(idx) with idx (B, T) = {(B, T)} returned logits of shape {_shape(logits)}; the gradient "
-              f"probe needs every position's logits, (B, T, V) = {(B, T, 'V')}", "bad_output")
     if "emb" not in seen:
         _fail("GPT.forward called neither transformer.wte nor transformer.h[0], so it cannot be probed")
     if not logits.requires_grad:
@@ -309,12 +313,7 @@ def sample(logits, temperature=1.0, top_k=None, n_draws=None, seed=0, global_see
 def _training_logits(gpt, x):
     """Every position's logits (B, T, V) for the training loss, even from a model whose forward(idx)
     gives the last one only (that shape is test 2.2.1's business alone)."""
-    logits = _every_position(gpt, x, _forward(gpt, x)[0])
-    B, T = np.shape(x)
-    if logits.dim() != 3 or tuple(logits.shape[:2]) != (B, T):
-        _fail(f"GPT.forward(idx) with idx (B, T) = {(B, T)} returned logits of shape {_shape(logits)}; the grader's "
-              f"training run needs every position's logits, (B, T, V) = {(B, T, 'V')}", "bad_output")
-    return logits
+    return _every_position(gpt, x, _forward(gpt, x)[0], "the grader's training run")
 
 
 @op

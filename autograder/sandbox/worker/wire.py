@@ -79,17 +79,16 @@ def _pack(x, arrays, where, depth=0, count=None):
                     "(expected an array, a number, a list, a tuple or a dict)")
 
 
-def _unpack(x, arrays, depth=0):
-    if depth > MAX_DEPTH:
-        raise WireError(f"JSON nested more than {MAX_DEPTH} levels deep")
+def _unpack(x, arrays):
+    """The value of the parsed JSON ``x`` (its nesting already checked by ``_check_json``)."""
     if isinstance(x, list):
-        return [_unpack(v, arrays, depth + 1) for v in x]
+        return [_unpack(v, arrays) for v in x]
     if isinstance(x, dict):
         if set(x) == {_ARRAY}:
             if not isinstance(x[_ARRAY], str) or x[_ARRAY] not in arrays:
                 raise WireError(f"a reference to a missing array {str(x[_ARRAY])[:40]!r}")
             return arrays[x[_ARRAY]]
-        return {k: _unpack(v, arrays, depth + 1) for k, v in x.items()}
+        return {k: _unpack(v, arrays) for k, v in x.items()}
     return x
 
 
